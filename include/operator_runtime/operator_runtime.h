@@ -1,0 +1,89 @@
+/*
+ * operator_runtime: the public C ABI shared by every backend.
+ *
+ * Each operator <op> and backend <b> exports four functions (see the op's
+ * ops/<op>/<op>_api.h for the exact parameters):
+ *
+ *   oprt_create_<op>_descriptor_<b>(&desc, out_view, input_views..., params...)
+ *   oprt_get_<op>_workspace_size_<b>(desc, &bytes)
+ *   oprt_execute_<op>_<b>(desc, workspace, workspace_bytes, out, inputs..., stream)
+ *   oprt_destroy_<op>_descriptor_<b>(desc)
+ *
+ * create binds shapes, strides, dtypes and parameters (the views' data
+ * pointers are ignored); execute takes data pointers, workspace and stream
+ * only. Every function returns an oprt_status_t; after a failure,
+ * oprt_last_error() on the same thread says why.
+ */
+#ifndef OPERATOR_RUNTIME_H_
+#define OPERATOR_RUNTIME_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define OPRT_API __declspec(dllexport)
+#else
+#define OPRT_API __attribute__((visibility("default")))
+#endif
+
+#define OPRT_MAX_DIMS 8
+
+typedef enum {
+  OPRT_DTYPE_F16 = 0,
+  OPRT_DTYPE_F32 = 1,
+  OPRT_DTYPE_BF16 = 2,
+  OPRT_DTYPE_F64 = 3,
+} oprt_dtype_t;
+
+typedef enum {
+  OPRT_STATUS_SUCCESS = 0,
+  OPRT_STATUS_NULL_POINTER = 1,           /* a required pointer argument is NULL */
+  OPRT_STATUS_INVALID_ARGUMENT = 2,       /* a parameter (dim, flag, count) is out of range */
+  OPRT_STATUS_UNSUPPORTED_DTYPE = 3,      /* unknown dtype code, or one this op/backend lacks */
+  OPRT_STATUS_BAD_SHAPE = 4,              /* ndim out of range, negative size, shape mismatch, overflow */
+  OPRT_STATUS_BAD_STRIDES = 5,            /* strides this op refuses (e.g. an output that overlaps itself) */
+  OPRT_STATUS_INVALID_DESCRIPTOR = 6,     /* NULL, destroyed, or a descriptor of another op/backend */
+  OPRT_STATUS_INSUFFICIENT_WORKSPACE = 7, /* workspace NULL or smaller than get_workspace_size said */
+  OPRT_STATUS_DEVICE_UNAVAILABLE = 8,     /* the backend cannot run in this process (no device, no driver) */
+  OPRT_STATUS_BACKEND_ERROR = 9,          /* the device runtime reported an error (e.g. a CUDA error) */
+  OPRT_STATUS_OUT_OF_MEMORY = 10,
+  OPRT_STATUS_NOT_IMPLEMENTED = 11,
+  OPRT_STATUS_INTERNAL_ERROR = 12,
+} oprt_status_t;
+
+/* A strided view of a tensor. Strides are counted in elements, not bytes. */
+typedef struct {
+  void* data;
+  int32_t dtype; /* an oprt_dtype_t code */
+  int32_t ndim;  /* 0..OPRT_MAX_DIMS */
+  int64_t shape[OPRT_MAX_DIMS];
+  int64_t strides[OPRT_MAX_DIMS];
+} oprt_tensor_view_t;
+
+/* Opaque descriptor handle; each (op, backend) pair has its own concrete type. */
+typedef struct oprt_descriptor* oprt_descriptor_t;
+
+/* A static, human-readable name for a status code ("OPRT_STATUS_BAD_SHAPE"). */
+OPRT_API const char* oprt_status_string(oprt_status_t status);
+
+/* The message of the last failing call on this thread ("" if none). */
+OPRT_API const char* oprt_last_error(void);
+
+/* The kernel variant the descriptor chose at create (e.g. "contiguous"), or
+ * NULL for an invalid handle. Valid until the descriptor is destroyed. */
+OPRT_API const char* oprt_descriptor_variant(oprt_descriptor_t desc);
+
+/* OPRT_STATUS_SUCCESS when backend <b> can run in this process; otherwise a
+ * status and oprt_last_error() saying why. One per backend:
+ * oprt_backend_probe_cpu(), oprt_backend_probe_nvidia(), ... */
+OPRT_API oprt_status_t oprt_backend_probe_cpu(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OPERATOR_RUNTIME_H_ */

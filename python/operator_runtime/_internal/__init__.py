@@ -1,0 +1,1 @@
+"""Private plumbing: the C library, tensor views, backends and the op engine."""

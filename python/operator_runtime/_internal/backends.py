@@ -1,0 +1,160 @@
+"""Backend implementations behind one interface.
+
+A backend turns (op, out, inputs, params) into a descriptor with
+``workspace_size``, ``variant``, ``execute(out, inputs, workspace, stream)``
+and ``destroy()``. Compiled backends (cpu, nvidia, metax) share CBackend,
+which finds the op's four C functions by the naming convention
+``oprt_<verb>_<op>..._<backend>``; nothing is registered by hand.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib.util
+from typing import Sequence
+
+import torch
+
+from ..backend import Backend
+from ..errors import BackendUnavailableError
+from . import library as lib
+from .tensors import tensor_view
+
+STANDARD_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+class CDescriptor:
+    """A live C descriptor; destroyed by destroy() or when garbage-collected."""
+
+    __slots__ = ("_functions", "_handle", "workspace_size", "variant")
+
+    def __init__(self, functions: "COpFunctions", out: torch.Tensor, inputs: Sequence[torch.Tensor], c_params):
+        self._functions = functions
+        self._handle = None
+        handle = ctypes.c_void_p()
+        views = [tensor_view(out, with_data=False)] + [tensor_view(t, with_data=False) for t in inputs]
+        status = functions.create(ctypes.byref(handle), *[ctypes.byref(v) for v in views], *c_params)
+        lib.check_status(status, functions.create.__name__)
+        self._handle = handle.value
+        size = ctypes.c_size_t()
+        lib.check_status(functions.workspace(self._handle, ctypes.byref(size)), functions.workspace.__name__)
+        self.workspace_size = size.value
+        variant = lib.library().oprt_descriptor_variant(self._handle)
+        self.variant = variant.decode() if variant else "unknown"
+
+    def execute(self, out: torch.Tensor, inputs: Sequence[torch.Tensor], workspace, stream) -> None:
+        if self._handle is None:
+            raise RuntimeError("descriptor was destroyed")
+        ws_ptr, ws_size = (workspace.data_ptr(), workspace.numel()) if workspace is not None else (None, 0)
+        status = self._functions.execute(self._handle, ws_ptr, ws_size, out.data_ptr(),
+                                         *[t.data_ptr() for t in inputs], stream)
+        if status != 0:
+            lib.check_status(status, self._functions.execute.__name__)
+
+    def destroy(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            lib.check_status(self._functions.destroy(handle), self._functions.destroy.__name__)
+
+    def __del__(self):
+        try:
+            self.destroy()
+        except Exception:
+            pass
+
+
+class COpFunctions:
+    """The four C entry points of one (op, backend)."""
+
+    def __init__(self, op: str, backend: str, num_inputs: int, c_param_types: Sequence):
+        view_p = ctypes.POINTER(lib.TensorView)
+        ptr = ctypes.c_void_p
+        names = (f"oprt_create_{op}_descriptor_{backend}", f"oprt_get_{op}_workspace_size_{backend}",
+                 f"oprt_execute_{op}_{backend}", f"oprt_destroy_{op}_descriptor_{backend}")
+        argtypes = ([ctypes.POINTER(ptr), view_p] + [view_p] * num_inputs + list(c_param_types),
+                    [ptr, ctypes.POINTER(ctypes.c_size_t)],
+                    [ptr, ptr, ctypes.c_size_t, ptr] + [ptr] * num_inputs + [ptr],
+                    [ptr])
+        functions = [lib.find_function(name, types) for name, types in zip(names, argtypes)]
+        missing = [name for name, f in zip(names, functions) if f is None]
+        if missing:
+            raise BackendUnavailableError(backend, f"this build has no {op} kernel ({missing[0]} is not exported)")
+        self.create, self.workspace, self.execute, self.destroy = functions
+
+
+class CBackend:
+    """A backend compiled into liboperator_runtime."""
+
+    def __init__(self, backend: Backend, device_type: str, dtypes: Sequence[torch.dtype]):
+        self.backend = backend
+        self.name = backend.value
+        self.device_type = device_type
+        self.dtypes = tuple(dtypes)
+        probe = lib.find_function(f"oprt_backend_probe_{self.name}", [])
+        if probe is None:
+            raise BackendUnavailableError(self.name, "the library was built without it "
+                                          f"(rebuild with -DCAMP_ENABLE_{self.name.upper()}=ON)")
+        status = probe()
+        if status != 0:
+            raise BackendUnavailableError(self.name, lib.last_error())
+        self._functions: dict[str, COpFunctions] = {}
+
+    def create(self, op, out, inputs, params) -> CDescriptor:
+        functions = self._functions.get(op.name)
+        if functions is None:
+            functions = self._functions[op.name] = COpFunctions(op.name, self.name, len(inputs), op.c_param_types)
+        return CDescriptor(functions, out, inputs, op.c_params(params))
+
+    def stream(self, device: torch.device):
+        if self.device_type == "cuda":
+            return torch.cuda.current_stream(device).cuda_stream
+        return None
+
+
+def _nvidia() -> CBackend:
+    if not torch.cuda.is_available():
+        raise BackendUnavailableError("nvidia", "no CUDA device is available (torch.cuda.is_available() is False)")
+    return CBackend(Backend.NVIDIA, "cuda", STANDARD_DTYPES)
+
+
+def _tilelang():
+    if importlib.util.find_spec("tilelang") is None:
+        raise BackendUnavailableError("tilelang", "the tilelang package is not installed "
+                                      "(pip install -e .[tilelang], TileLang 0.1.15)")
+    if not torch.cuda.is_available():
+        raise BackendUnavailableError("tilelang", "no CUDA device is available for TileLang kernels")
+    from .tilelang_backend import TileLangBackend  # present once the TileLang kernels land
+
+    return TileLangBackend()
+
+
+def _metax():
+    raise BackendUnavailableError("metax", "the MetaX backend is a stub in this build; "
+                                  "ops/<op>/metax/README.md says what a port needs")
+
+
+_FACTORIES = {
+    Backend.CPU: lambda: CBackend(Backend.CPU, "cpu", STANDARD_DTYPES + (torch.float64,)),
+    Backend.NVIDIA: _nvidia,
+    Backend.TILELANG: _tilelang,
+    Backend.METAX: _metax,
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _backend_impl_or_error(backend: Backend):
+    try:
+        return _FACTORIES[backend](), None
+    except BackendUnavailableError as error:
+        return None, error
+    except ImportError as error:
+        return None, BackendUnavailableError(backend.value, f"its implementation failed to import: {error}")
+
+
+def backend_impl(backend: Backend):
+    """The implementation of `backend`, or BackendUnavailableError saying why not."""
+    impl, error = _backend_impl_or_error(backend)
+    if error is not None:
+        raise BackendUnavailableError(error.backend, error.reason)
+    return impl

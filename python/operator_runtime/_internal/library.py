@@ -1,0 +1,87 @@
+"""Finding and loading the compiled library, and the C ABI's ctypes types."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+from pathlib import Path
+
+from ..errors import OperatorRuntimeError
+
+LIBRARY_NAME = "liboperator_runtime.so"
+MAX_DIMS = 8
+
+
+class TensorView(ctypes.Structure):
+    """oprt_tensor_view_t: strides are in elements."""
+
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_int32),
+        ("ndim", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * MAX_DIMS),
+        ("strides", ctypes.c_int64 * MAX_DIMS),
+    ]
+
+
+def library_path() -> Path:
+    """$CAMP_BUILD_DIR (the manual CMake flow) wins; else the copy installed
+    next to the package (found through importlib, which also serves editable
+    installs whose .so lives outside the source tree)."""
+    build_dir = os.environ.get("CAMP_BUILD_DIR")
+    if build_dir:
+        for candidate in (Path(build_dir) / LIBRARY_NAME, Path(build_dir) / "lib" / LIBRARY_NAME):
+            if candidate.is_file():
+                return candidate.resolve()
+        raise FileNotFoundError(f"CAMP_BUILD_DIR={build_dir} holds no {LIBRARY_NAME}; build it with "
+                                f"'cmake -B {build_dir} && cmake --build {build_dir}'")
+    spec = importlib.util.find_spec("operator_runtime.liboperator_runtime")
+    if spec is not None and spec.origin and Path(spec.origin).is_file():
+        return Path(spec.origin)
+    local = Path(__file__).resolve().parent.parent / LIBRARY_NAME
+    if local.is_file():
+        return local
+    raise FileNotFoundError(f"{LIBRARY_NAME} not found: install the package with 'pip install -e .' "
+                            "or build with CMake and set CAMP_BUILD_DIR to the build folder")
+
+
+_library: ctypes.CDLL | None = None
+
+
+def library() -> ctypes.CDLL:
+    """The loaded library (loaded once, on first use)."""
+    global _library
+    if _library is None:
+        lib = ctypes.CDLL(str(library_path()))
+        lib.oprt_status_string.restype = ctypes.c_char_p
+        lib.oprt_status_string.argtypes = [ctypes.c_int]
+        lib.oprt_last_error.restype = ctypes.c_char_p
+        lib.oprt_last_error.argtypes = []
+        lib.oprt_descriptor_variant.restype = ctypes.c_char_p
+        lib.oprt_descriptor_variant.argtypes = [ctypes.c_void_p]
+        _library = lib
+    return _library
+
+
+def find_function(name: str, argtypes: list, restype=ctypes.c_int):
+    """The library's exported function `name`, typed; None when not built."""
+    function = getattr(library(), name, None)
+    if function is not None:
+        function.argtypes = argtypes
+        function.restype = restype
+    return function
+
+
+def status_name(status: int) -> str:
+    return library().oprt_status_string(status).decode()
+
+
+def last_error() -> str:
+    return library().oprt_last_error().decode(errors="replace")
+
+
+def check_status(status: int, function: str) -> None:
+    """Raises OperatorRuntimeError unless `status` is OPRT_STATUS_SUCCESS."""
+    if status != 0:
+        raise OperatorRuntimeError(function, status, status_name(status), last_error())
