@@ -74,6 +74,17 @@ StridedLayout<N> coalesce(const StridedLayout<N>& in) {
   return out;
 }
 
+// Element offsets of linear index `index` (row-major over layout's dims).
+template <int N>
+void offsets_at(const StridedLayout<N>& layout, int64_t index, int64_t (&offsets)[N]) {
+  for (int k = 0; k < N; ++k) offsets[k] = 0;
+  for (int d = layout.ndim - 1; d >= 0; --d) {
+    const int64_t i = index % layout.shape[d];
+    index /= layout.shape[d];
+    for (int k = 0; k < N; ++k) offsets[k] += i * layout.strides[k][d];
+  }
+}
+
 // The elementwise layout of N tensors of one shape (operand 0 is the output).
 template <int N>
 StridedLayout<N> elementwise_layout(const TensorDesc* const (&tensors)[N]) {

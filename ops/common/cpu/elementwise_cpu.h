@@ -51,11 +51,12 @@ void walk_runs(const StridedLayout<N>& layout, char* const (&base)[N], const int
   }
 }
 
-// walk_runs over the whole layout, split across threads.
+// walk_runs over the whole layout, split across threads (at least `grain`
+// elements each).
 template <int N, class Run>
 void parallel_runs(const StridedLayout<N>& layout, char* const (&base)[N], const int (&element_size)[N],
-                   const Run& run) {
-  parallel_for(layout.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+                   const Run& run, int64_t grain = kElementwiseGrain) {
+  parallel_for(layout.numel(), grain, [&](int64_t begin, int64_t end) {
     walk_runs(layout, base, element_size, begin, end, run);
   });
 }

@@ -1,7 +1,9 @@
 // copy on the CPU: any strides on both sides, any pair of dtypes.
 #include "copy_cpu.h"
 
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "../../common/cpu/cpu_types.h"
 #include "../../common/cpu/elementwise_cpu.h"
@@ -17,11 +19,44 @@ struct CopyCpu : oprt_descriptor {
   int32_t out_dtype = 0, src_dtype = 0;
   int element_size[2] = {};
   bool use_memcpy = false;  // dense and same dtype: a plain byte copy
+  bool use_tiles = false;   // a transpose: both sides contiguous, along different dims
+  StridedLayout<2> outer;   // for tiles: the dims outside the transposed pair
 };
+
+// A transpose-like copy in square tiles, so both the reads and the writes
+// stay within a few cache lines per tile row.
+constexpr int64_t kTileSide = 32;
+
+template <class To, class From>
+void copy_tiles(const CopyCpu& d, To* out, const From* src) {
+  const StridedLayout<2>& l = d.layout;
+  const int a_dim = l.ndim - 2, b_dim = l.ndim - 1;  // out: b contiguous; src: a contiguous
+  const int64_t rows = l.shape[a_dim], cols = l.shape[b_dim];
+  const int64_t out_row = l.strides[0][a_dim], src_col = l.strides[1][b_dim];
+  const int64_t tile_rows = (rows + kTileSide - 1) / kTileSide, tile_cols = (cols + kTileSide - 1) / kTileSide;
+  const int64_t tiles = tile_rows * tile_cols;
+  parallel_for(d.outer.numel() * tiles, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t base[2];
+      offsets_at(d.outer, t / tiles, base);
+      const int64_t r0 = (t % tiles) / tile_cols * kTileSide, c0 = (t % tiles) % tile_cols * kTileSide;
+      const int64_t r1 = std::min(rows, r0 + kTileSide), c1 = std::min(cols, c0 + kTileSide);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) out[base[0] + r * out_row + c] = convert<To>(src[base[1] + r + c * src_col]);
+    }
+  });
+}
 
 template <class To, class From>
 void copy_run(To* out, int64_t out_stride, const From* src, int64_t src_stride, int64_t count) {
-  if (out_stride == 1 && src_stride == 1) {
+  if (out_stride == 1 && src_stride == 1 && (is_16bit<To> || is_16bit<From>) && !std::is_same_v<To, From>) {
+    float buffer[kTile];  // 16-bit conversions vectorize through a float tile
+    for (int64_t start = 0; start < count; start += kTile) {
+      const int64_t n = std::min(kTile, count - start);
+      load_floats(src + start, buffer, n);
+      store_floats(buffer, out + start, n);
+    }
+  } else if (out_stride == 1 && src_stride == 1) {
     for (int64_t i = 0; i < count; ++i) out[i] = convert<To>(src[i]);
   } else if (src_stride == 0) {
     const To value = convert<To>(src[0]);
@@ -44,7 +79,13 @@ CopyCpu* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t* sr
   d->element_size[1] = src.element_size();
   const bool dense = d->layout.ndim <= 1 && d->layout.inner_stride(0) == 1 && d->layout.inner_stride(1) == 1;
   d->use_memcpy = dense && out.dtype == src.dtype;
-  d->variant = d->use_memcpy ? "memcpy" : dense ? "contiguous_convert" : "strided";
+  const StridedLayout<2>& l = d->layout;
+  d->use_tiles = l.ndim >= 2 && l.strides[0][l.ndim - 1] == 1 && l.strides[1][l.ndim - 2] == 1;
+  for (int k = 0; d->use_tiles && k < l.ndim - 2; ++k) {
+    const int64_t strides[2] = {l.strides[0][k], l.strides[1][k]};
+    d->outer.push_dim(l.shape[k], strides);
+  }
+  d->variant = d->use_memcpy ? "memcpy" : dense ? "contiguous_convert" : d->use_tiles ? "transpose_tiled" : "strided";
   return d;
 }
 
@@ -67,6 +108,7 @@ void execute(const CopyCpu& d, void* out, const void* src) {
     dispatch_dtype(d.src_dtype, [&](auto src_type) {
       using To = decltype(out_type);
       using From = decltype(src_type);
+      if (d.use_tiles) return copy_tiles(d, static_cast<To*>(out), static_cast<const From*>(src));
       parallel_runs(d.layout, base, d.element_size, [&](char* const* ptr, int64_t count) {
         copy_run(reinterpret_cast<To*>(ptr[0]), out_stride, reinterpret_cast<const From*>(ptr[1]), src_stride, count);
       });

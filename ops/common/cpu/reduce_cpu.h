@@ -1,0 +1,98 @@
+// Summation loops shared by the CPU reductions: fixed summation orders, so a
+// result depends only on the data and the descriptor, never on threads.
+#ifndef OPRT_COMMON_CPU_REDUCE_H_
+#define OPRT_COMMON_CPU_REDUCE_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "cpu_types.h"
+
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
+namespace oprt::cpu {
+
+#ifdef __AVX2__
+// Eight elements widened to float in one register.
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256 load8(const bfloat16* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+template <class T>
+constexpr bool has_load8 = std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+#else
+template <class T>
+constexpr bool has_load8 = false;
+#endif
+
+// Sum of n contiguous elements: 32 independent lanes over blocks of 4096,
+// each block folded by a fixed tree, block sums added in order. The blocking
+// keeps the rounding error near O(n/4096) instead of O(n).
+template <class T>
+acc_t<T> sum_contiguous(const T* p, int64_t n) {
+  using A = acc_t<T>;
+  constexpr int kLanes = 32;
+  constexpr int64_t kBlock = 4096;
+  A total = 0;
+  for (int64_t start = 0; start < n; start += kBlock) {
+    const T* q = p + start;
+    const int64_t m = std::min(kBlock, n - start);
+    alignas(32) A lanes[kLanes] = {};
+    int64_t i = 0;
+#ifdef __AVX2__
+    if constexpr (has_load8<T>) {
+      __m256 v0 = _mm256_setzero_ps(), v1 = v0, v2 = v0, v3 = v0;
+      for (; i + kLanes <= m; i += kLanes) {
+        v0 = _mm256_add_ps(v0, load8(q + i));
+        v1 = _mm256_add_ps(v1, load8(q + i + 8));
+        v2 = _mm256_add_ps(v2, load8(q + i + 16));
+        v3 = _mm256_add_ps(v3, load8(q + i + 24));
+      }
+      // Fold the 32 lanes to 8 in registers, add the tail, fold 8 -> 1.
+      _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(v0, v2), _mm256_add_ps(v1, v3)));
+      for (int j = 0; i < m; ++i, j = (j + 1) & 7) lanes[j] += to_float(q[i]);
+      total += ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+      continue;
+    }
+#endif
+    for (; i + kLanes <= m; i += kLanes)
+      for (int j = 0; j < kLanes; ++j) lanes[j] += to_float(q[i + j]);
+    for (int j = 0; i < m; ++i, ++j) lanes[j] += to_float(q[i]);
+    for (int width = kLanes / 2; width > 0; width /= 2)
+      for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+    total += lanes[0];
+  }
+  return total;
+}
+
+// acc[0..64) += one row of 64 contiguous elements (the columns variant).
+template <class T>
+inline void add_row64(const T* q, acc_t<T>* acc) {
+#ifdef __AVX2__
+  if constexpr (has_load8<T>) {
+    for (int k = 0; k < 64; k += 8) _mm256_storeu_ps(acc + k, _mm256_add_ps(_mm256_loadu_ps(acc + k), load8(q + k)));
+    return;
+  }
+#endif
+  for (int j = 0; j < 64; ++j) acc[j] += to_float(q[j]);
+}
+
+template <class T>
+acc_t<T> sum_strided(const T* p, int64_t stride, int64_t n) {
+  if (stride == 1) return sum_contiguous(p, n);
+  acc_t<T> lanes[4] = {};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int j = 0; j < 4; ++j) lanes[j] += to_float(p[(i + j) * stride]);
+  for (int j = 0; i < n; ++i, ++j) lanes[j] += to_float(p[i * stride]);
+  return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+}
+
+}  // namespace oprt::cpu
+
+#endif
