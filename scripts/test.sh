@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The test suite: install operator_runtime into .venv (scripts/setup.sh), then
+#   python -m pytest tests/ -q [extra arguments]
+# Extra arguments go to pytest, e.g.  scripts/test.sh --backend cpu -x -k softmax
+# Set OPRT_SKIP_SETUP=1 to skip the install step.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [[ ${OPRT_SKIP_SETUP:-0} == 1 ]]; then
+  py=${OPRT_VENV:-$root/.venv}/bin/python
+else
+  py=$("$root/scripts/setup.sh" | tail -n 1)
+fi
+cd "$root"
+
+status=0
+"$py" -m pytest tests/ -q "$@" || status=$?
+if [[ $status == 5 ]]; then
+  echo "[test] pytest collected no tests (exit code 5): treated as a failure" >&2
+fi
+exit "$status"
