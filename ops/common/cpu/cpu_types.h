@@ -51,11 +51,11 @@ inline float from_float<float>(float x) { return x; }
 template <>
 inline half from_float<half>(float x) { return static_cast<half>(x); }
 template <>
-inline bfloat16 from_float<bfloat16>(float x) {  // round to nearest even, as torch does
+inline bfloat16 from_float<bfloat16>(float x) {  // round to nearest even; NaN stays a NaN of its sign
   uint32_t u;
   std::memcpy(&u, &x, sizeof u);
   uint16_t rounded = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-  return bfloat16{x != x ? static_cast<uint16_t>(0x7fc0) : rounded};
+  return bfloat16{x != x ? static_cast<uint16_t>((u >> 16) | 0x40u) : rounded};
 }
 template <>
 inline double from_float<double>(float x) { return x; }
