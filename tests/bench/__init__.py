@@ -1,0 +1,173 @@
+"""Per-op benchmark drivers: how to build a case's inputs, run ours
+(prepared and out of place) and torch's equivalent, and count bytes/FLOPs.
+
+Each op module defines a subclass of OpBench as BENCH; run_case() checks a
+case against a float64 reference, times it and returns a PerformanceResult.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+from operator_runtime import BackendUnavailableError
+from operator_runtime_testing.benchmark import BenchCase, TimingConfig, measure, measure_host_overhead
+from operator_runtime_testing.performance import (FLOPS_PER_ELEMENT, PerformanceResult, dtype_name,
+                                                  min_bytes_moved)
+
+OPS = ("copy", "vector_add", "reduce_sum", "softmax")
+
+# ||ours - ref|| / ||ref|| must stay under max(this, 2 x torch's own error):
+# output rounding of each dtype, with room for a different summation order.
+TOLERANCES = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1e-2, torch.float64: 1e-12}
+
+
+def bench_for(op: str) -> "OpBench":
+    return importlib.import_module(f"bench.{op}").BENCH
+
+
+def make_input(shape, dtype, device, layout="contiguous") -> torch.Tensor:
+    """Standard-normal data (never zeros) in the requested layout."""
+    if layout == "contiguous":
+        return torch.randn(shape, dtype=dtype, device=device)
+    if layout == "transposed":
+        if len(shape) != 2:
+            raise ValueError(f"layout 'transposed' needs a 2-D shape, got {shape}")
+        return torch.randn(shape[::-1], dtype=dtype, device=device).t()
+    raise ValueError(f"unknown benchmark layout '{layout}'")
+
+
+def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """||out - ref|| / ||ref|| in float64; inf if out holds NaN/inf where ref is finite."""
+    out64 = out.to(torch.float64)
+    finite = torch.isfinite(ref)
+    if not torch.equal(torch.isfinite(out64), finite):
+        return float("inf")
+    if not finite.all():  # compare where the reference is finite (masking copies, so only then)
+        out64, ref = out64[finite], ref[finite]
+    diff = (out64 - ref).norm().item()
+    scale = ref.norm().item()
+    return diff / scale if scale > 0 else diff
+
+
+class OpBench:
+    """Override the hooks below for each op. `inputs` is the tuple of input
+    tensors in the op's argument order, as make_inputs built them."""
+
+    op = ""
+
+    def make_inputs(self, case: BenchCase, device) -> tuple:
+        layouts = [case.layout] + ["contiguous"] * (len(case.shapes) - 1)
+        return tuple(make_input(s, case.dtype, device, l) for s, l in zip(case.shapes, layouts))
+
+    def make_out(self, case: BenchCase, inputs: tuple) -> torch.Tensor:
+        raise NotImplementedError
+
+    def prepare(self, out, inputs, case, backend):        # -> PreparedOp
+        raise NotImplementedError
+
+    def call(self, inputs, case, backend):                 # our out-of-place call -> tensor
+        raise NotImplementedError
+
+    def torch_out(self, out, inputs, case) -> None:        # torch's eager op, writing `out`
+        raise NotImplementedError
+
+    def torch_functional(self, case):                      # f(*inputs) -> tensor, for references/compile
+        raise NotImplementedError
+
+    def flops(self, case: BenchCase, out, inputs) -> int:
+        # vector_add/copy/softmax count output elements; reduce_sum overrides (input elements).
+        return FLOPS_PER_ELEMENT[self.op] * out.numel()
+
+    def tiny_case(self) -> BenchCase:                      # for the host-overhead measurement
+        raise NotImplementedError
+
+    def reference(self, inputs, case) -> torch.Tensor:
+        return self.torch_functional(case)(*[t.to(torch.float64) for t in inputs])
+
+    def probe(self, backend, device) -> str | None:
+        """None if ours runs this op on `backend`, else why not."""
+        case = self.tiny_case()
+        inputs = self.make_inputs(case, device)
+        try:
+            self.prepare(self.make_out(case, inputs), inputs, case, backend).run()
+        except BackendUnavailableError as error:
+            return error.reason
+        return None
+
+
+def _result(bench, case, backend, device, **kw) -> PerformanceResult:
+    return PerformanceResult(op=bench.op, backend=backend, case=case.name, dtype=dtype_name(case.dtype),
+                             shapes=[list(s) for s in case.shapes], params=dict(case.params),
+                             device=str(device), layout=case.layout, numel=case.numel, **kw)
+
+
+def run_case(bench: OpBench, case: BenchCase, backend: str, device, ceiling_gbps: float | None,
+             config: TimingConfig, torch_compile: bool = False) -> PerformanceResult:
+    """Check ours (both paths) against float64, then time ours and torch."""
+    cuda = torch.device(device).type == "cuda"
+    result = _result(bench, case, backend, device, ceiling_gbps=ceiling_gbps)
+    inputs = bench.make_inputs(case, device)
+    out = bench.make_out(case, inputs)
+    out.fill_(float("nan"))  # poison: an unwritten element fails the check
+    try:
+        prepared = bench.prepare(out, inputs, case, backend)
+        result.variant = prepared.variant
+        prepared.run()
+        call_out = bench.call(inputs, case, backend)
+    except BackendUnavailableError as error:
+        result.status, result.message = "unavailable", error.reason
+        return result
+    torch_out = bench.make_out(case, inputs)
+    bench.torch_out(torch_out, inputs, case)
+    ref = bench.reference(inputs, case)
+    result.rel_error = max(rel_error(out, ref), rel_error(call_out, ref))
+    result.torch_rel_error = rel_error(torch_out, ref)
+    del ref, call_out
+    limit = max(TOLERANCES[case.dtype], 2 * result.torch_rel_error)
+    if not result.rel_error <= limit:  # also catches NaN
+        result.status = "wrong"
+        result.message = f"rel error {result.rel_error:.3g} > {limit:.3g} (torch: {result.torch_rel_error:.3g})"
+        return result
+    result.bytes_moved = min_bytes_moved(out, inputs)
+    result.flops = bench.flops(case, out, inputs)
+
+    fns = {"prepared": prepared.run,
+           "call": lambda: bench.call(inputs, case, backend),
+           "torch": lambda: bench.torch_out(torch_out, inputs, case)}
+    if torch_compile and cuda:
+        try:
+            compiled = torch.compile(bench.torch_functional(case), dynamic=False)
+            compiled(*inputs)
+            fns["compile"] = lambda: compiled(*inputs)
+        except Exception as error:  # optional column: report, keep the rest of the row
+            result.message = f"torch.compile failed: {type(error).__name__}: {error}"[:200]
+    timings = measure(fns, device, config, flush_l2=cuda)
+    result.prepared_us = timings["prepared"].median_us
+    result.call_us = timings["call"].median_us
+    result.torch_us = timings["torch"].median_us
+    if "compile" in timings:
+        result.torch_compile_us = timings["compile"].median_us
+    result.timing = {name: t.to_dict() for name, t in timings.items()}
+    if any(t.host_bound for t in timings.values()):
+        result.message = "host-bound: some device times may include launch gaps"
+    prepared.destroy()
+    return result
+
+
+def host_overhead(bench: OpBench, backend: str, device, calls: int = 2000) -> dict:
+    """µs/call of back-to-back calls on a tiny tensor: ours out of place,
+    ours prepared, torch eager (out= form)."""
+    case = bench.tiny_case()
+    inputs = bench.make_inputs(case, device)
+    out = bench.make_out(case, inputs)
+    torch_out = bench.make_out(case, inputs)
+    prepared = bench.prepare(out, inputs, case, backend)
+    fns = {"call": lambda: bench.call(inputs, case, backend),
+           "prepared": prepared.run,
+           "torch": lambda: bench.torch_out(torch_out, inputs, case)}
+    times = measure_host_overhead(fns, device, calls=calls)
+    times["shape"] = [list(s) for s in case.shapes]
+    times["dtype"] = dtype_name(case.dtype)
+    return times

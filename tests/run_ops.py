@@ -1,0 +1,266 @@
+#!/usr/bin/env python
+"""Test and benchmark the operators on one backend.
+
+  python tests/run_ops.py --op {copy|vector_add|reduce_sum|softmax|all}
+                          --backend {best|cpu|nvidia|tilelang|...}
+                          --mode {test|bench|all} [--json PATH] [--quick]
+                          [--dtype float32 float16 ...] [--case SUBSTRING]
+
+test:  pytest tests/ops/test_<op>.py --backend NAME -q per op (exit code 5,
+       "no tests collected", counts as a failure).
+bench: measures the copy-bandwidth ceiling, then per case: checks ours (both
+       paths) against a float64 reference, times ours (prepared and out of
+       place) and torch, prints one row per case and a summary; --json writes
+       every row. See operator_runtime_testing/benchmark.py for the method.
+
+Exit status: 0 all good; 1 a test failed or a benchmark case was wrong or
+raised; 2 bad arguments or the backend cannot run here; 3 nothing failed
+but some requested op has no kernel on this backend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import statistics
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+if str(TESTS) not in sys.path:  # bench.* and cases.* live in tests/
+    sys.path.insert(0, str(TESTS))
+try:
+    import operator_runtime  # noqa: F401
+    import operator_runtime_testing  # noqa: F401
+except ImportError:  # a plain checkout: use the sources (the library must still be built)
+    sys.path.insert(0, str(ROOT / "python"))
+
+import torch  # noqa: E402
+
+from operator_runtime import backend_unavailable_reason  # noqa: E402
+from operator_runtime_testing.benchmark import (TimingConfig, cpu_busy_fraction,  # noqa: E402
+                                                device_info, measure_copy_ceiling)
+from operator_runtime_testing.performance import (BUSY_LIMIT, NOISY_SPREAD, PerformanceResult,  # noqa: E402
+                                                  TableFormatter, dtype_name, speedup_summary, write_json)
+
+OPS = ("copy", "vector_add", "reduce_sum", "softmax")
+BEST_ORDER = ("nvidia", "tilelang", "cpu")
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+CPU_TARGET = (4 * 2**20, 1.5)  # CPU: contiguous cases of >= 4M elements within 1.5x of torch
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--op", default="all", choices=OPS + ("all",))
+    p.add_argument("--backend", default="best", help="backend name, or 'best' (nvidia, else tilelang, else cpu)")
+    p.add_argument("--mode", default="all", choices=("test", "bench", "all"))
+    p.add_argument("--json", metavar="PATH", help="write every benchmark row (and the ceiling) as JSON")
+    p.add_argument("--quick", action="store_true", help="bench only the quick subset (small/medium sizes)")
+    p.add_argument("--dtype", nargs="+", choices=tuple(DTYPES), help="bench only these dtypes")
+    p.add_argument("--case", help="bench only cases whose name contains this")
+    p.add_argument("--min-time", type=float, default=0.2, help="seconds of timed calls per measurement")
+    p.add_argument("--host-calls", type=int, default=2000, help="calls for the host-overhead row (0: skip)")
+    p.add_argument("--torch-compile", action="store_true", help="CUDA: also time torch.compile of torch's op")
+    return p.parse_args(argv)
+
+
+def resolve_backend(name: str) -> tuple[str, str]:
+    """(backend, device type); exits 2 if it cannot run here."""
+    name = name.strip().lower()
+    if name == "best":
+        for candidate in BEST_ORDER:
+            if backend_unavailable_reason(candidate) is None:
+                name = candidate
+                break
+    try:
+        reason = backend_unavailable_reason(name)
+    except ValueError as error:
+        print(f"run_ops: {error}", file=sys.stderr)
+        sys.exit(2)
+    if reason is not None:
+        print(f"run_ops: backend '{name}' is not available: {reason}", file=sys.stderr)
+        sys.exit(2)
+    return name, ("cpu" if name == "cpu" else "cuda")
+
+
+# -- test mode -------------------------------------------------------------------------
+
+def run_tests(ops, backend) -> int:
+    failed = []
+    for op in ops:
+        path = TESTS / "ops" / f"test_{op}.py"
+        if not path.is_file():
+            print(f"[test] {op}: FAILED ({path.relative_to(ROOT)} does not exist)", flush=True)
+            failed.append(op)
+            continue
+        cmd = [sys.executable, "-m", "pytest", str(path.relative_to(ROOT)), "--backend", backend, "-q"]
+        print(f"[test] {op}: {' '.join(cmd[1:])}", flush=True)
+        rc = subprocess.call(cmd, cwd=ROOT)
+        if rc != 0:
+            why = "no tests collected" if rc == 5 else f"exit code {rc}"
+            print(f"[test] {op}: FAILED ({why})", flush=True)
+            failed.append(op)
+        else:
+            print(f"[test] {op}: passed", flush=True)
+    print(f"[test] {len(ops) - len(failed)}/{len(ops)} ops passed" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+# -- bench mode ------------------------------------------------------------------------
+
+def select_cases(op, args, device_type):
+    """(cases to run, number skipped as GPU-only)."""
+    cases = importlib.import_module(f"cases.{op}").benchmark_cases()
+    if args.quick:
+        cases = [c for c in cases if c.quick]
+    if args.dtype:
+        cases = [c for c in cases if dtype_name(c.dtype) in args.dtype]
+    if args.case:
+        cases = [c for c in cases if args.case in c.name]
+    gpu_only = [c for c in cases if c.gpu_only] if device_type == "cpu" else []
+    return [c for c in cases if not (c.gpu_only and device_type == "cpu")], len(gpu_only)
+
+
+def run_bench(ops, backend, device_type, args):
+    import bench as bench_pkg
+
+    config = TimingConfig(min_time=args.min_time)
+    device = torch.device(device_type)
+    info = device_info(device)
+    print(f"[bench] backend {backend} on {info['name']} ({device}); torch {info['torch']}", flush=True)
+    if device_type == "cpu":
+        info["background_busy"] = busy = cpu_busy_fraction()
+        llc = info.get("llc_bytes")
+        if llc:
+            print(f"[bench] {info['threads']} threads; largest cache {llc / 2**20:.0f} MiB: cases smaller than it "
+                  "stay cache-resident, so their GB/s can pass the copy ceiling (DRAM)", flush=True)
+        if busy is not None and busy > BUSY_LIMIT:
+            print(f"[bench] WARNING: other processes kept {100 * busy:.0f}% of the CPUs busy just before this "
+                  "run; CPU timings will be slow and noisy", flush=True)
+    ceiling = measure_copy_ceiling(device, config=config)
+    print(f"[bench] copy ceiling (torch copy_ of {ceiling['buffer_bytes'] / 2**20:.0f} MiB, read+write, "
+          f"measured now): {ceiling['gbps']:.1f} GB/s (median {ceiling['median_us']:.0f} us)", flush=True)
+    if args.torch_compile and device_type != "cuda":
+        print("[bench] --torch-compile applies to CUDA runs only; ignored", flush=True)
+
+    plan, notes, unavailable = [], [], []
+    for op in ops:
+        try:
+            cases, skipped = select_cases(op, args, device_type)
+        except Exception as error:  # the cases module itself is broken
+            notes.append(f"{op}: could not load benchmark cases: {type(error).__name__}: {error}")
+            plan.append((op, []))
+            continue
+        if skipped:
+            notes.append(f"{op}: skipped {skipped} GPU-only case(s) on the CPU")
+        plan.append((op, cases))
+
+    names = [c.name for _, cases in plan for c in cases]
+    table = TableFormatter(names, with_compile=args.torch_compile and device_type == "cuda")
+    results: list[PerformanceResult] = []
+    overheads = {}
+    print("\n" + table.header(), flush=True)
+    for op, cases in plan:
+        bench = bench_pkg.bench_for(op)
+        try:
+            reason, status = bench.probe(backend, device), "unavailable"
+        except Exception as error:  # the op exists but fails even on a tiny input
+            reason, status = f"{type(error).__name__}: {error}".splitlines()[0][:160], "error"
+        if reason is not None:
+            if status == "unavailable":
+                unavailable.append(op)
+            row = PerformanceResult(op=op, backend=backend, case="*", dtype="*", shapes=[], device=str(device),
+                                    status=status, message=reason)
+            results.append(row)
+            print(table.row(row), flush=True)
+            continue
+        if not cases:
+            notes.append(f"{op}: no benchmark cases selected (benchmark_cases() empty or all filtered out)")
+        for case in cases:
+            try:
+                row = bench_pkg.run_case(bench, case, backend, device, ceiling["gbps"], config, args.torch_compile)
+            except Exception as error:
+                row = bench_pkg._result(bench, case, backend, device, status="error",
+                                        message=f"{type(error).__name__}: {error}".splitlines()[0][:160])
+                traceback.print_exc(limit=3)
+            results.append(row)
+            print(table.row(row), flush=True)
+            if device_type == "cuda":
+                torch.cuda.empty_cache()
+        if args.host_calls > 0:
+            try:
+                overheads[op] = bench_pkg.host_overhead(bench, backend, device, args.host_calls)
+            except Exception as error:
+                notes.append(f"{op}: host-overhead measurement failed: {type(error).__name__}: {error}")
+
+    print_summary(results, overheads, notes, device_type)
+    if args.json:
+        meta = {"backend": backend, "device": info, "copy_ceiling": ceiling, "host_overhead_us": overheads,
+                "args": vars(args), "notes": notes, "timing_config": vars(config)}
+        write_json(args.json, results, meta)
+        print(f"[bench] wrote {args.json}")
+    if any(r.status in ("wrong", "error") for r in results):
+        return 1
+    if unavailable:
+        return 3
+    if not any(r.status == "ok" for r in results):
+        print("[bench] nothing was measured", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _x(value):
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def print_summary(results, overheads, notes, device_type):
+    print("\n[summary] speedup = torch time / our prepared time (>1: ours faster)")
+    for op, s in speedup_summary(results).items():
+        line = (f"  {op:<11} {s['measured']:>3} measured  min {_x(s['min_speedup'])}  median "
+                f"{_x(s['median_speedup'])}  max {_x(s['max_speedup'])}")
+        ok = [r for r in results if r.op == op and r.status == "ok" and r.call_us]
+        if ok:  # how much the out-of-place path costs on top of prepared
+            line += f"  | call/prepared median {statistics.median(r.call_us / r.prepared_us for r in ok):.2f}"
+        print(line)
+        for problem in s["not_ok"]:
+            print(f"      {problem}")
+    noisy = [r for r in results if r.status == "ok" and r.noisy]
+    if noisy:
+        print(f"[summary] {len(noisy)} row(s) marked '?': timings spread over {100 * NOISY_SPREAD:.0f}%, or other "
+              f"processes used over {100 * BUSY_LIMIT:.0f}% of the CPUs meanwhile; rerun before trusting them")
+    if device_type == "cpu":
+        threshold, factor = CPU_TARGET
+        big = [r for r in results if r.status == "ok" and r.numel >= threshold and r.layout == "contiguous"]
+        slow = [r for r in big if r.speedup is not None and r.speedup < 1 / factor]
+        print(f"[summary] CPU target (contiguous, >= 4M elements, within {factor}x of torch): "
+              f"{len(big) - len(slow)}/{len(big)} rows meet it")
+        for r in slow:
+            print(f"      {r.op} {r.case} {r.dtype}: {r.torch_us / r.prepared_us:.2f}x of torch's speed")
+    if overheads:
+        print("[summary] host overhead, tiny tensor, back-to-back calls (us/call):")
+        print(f"  {'op':<11} {'shape':<14} {'ours call':>10} {'prepared':>10} {'torch':>10}")
+        for op, t in overheads.items():
+            shape = "x".join(str(s) for s in t["shape"][0])
+            print(f"  {op:<11} {shape:<14} {t['call']:>10.2f} {t['prepared']:>10.2f} {t['torch']:>10.2f}")
+    for note in notes:
+        print(f"[note] {note}")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    backend, device_type = resolve_backend(args.backend)
+    ops = list(OPS) if args.op == "all" else [args.op]
+    status = 0
+    if args.mode in ("test", "all"):
+        status = run_tests(ops, backend)
+    if args.mode in ("bench", "all"):
+        bench_status = run_bench(ops, backend, device_type, args)
+        status = status or bench_status
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
