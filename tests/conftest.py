@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import importlib.util
+import random
 import sys
 from pathlib import Path
 
@@ -58,6 +59,22 @@ def pytest_addoption(parser):
     parser.addoption("--backend", action="append", default=[], metavar="NAME",
                      help="run only these backends (repeatable or comma-separated, case-insensitive; "
                           f"known: {', '.join(b.value for b in Backend)}). Default: all, unavailable ones skipped.")
+
+
+_HYPOTHESIS_SEED = pytest.StashKey[object]()
+
+
+def pytest_configure(config):
+    selected_backends(config)  # a bad --backend is a usage error, reported before collection
+    # Random hypothesis inputs on every run, but from one printed seed, so any
+    # run reproduces with --hypothesis-seed=N.
+    seed = config.getoption("hypothesis_seed", None)
+    if seed is None:
+        from hypothesis import core
+
+        seed = random.randrange(2**32)
+        core.global_force_seed = seed
+    config.stash[_HYPOTHESIS_SEED] = seed
 
 
 def selected_backends(config) -> list[str]:
@@ -171,4 +188,6 @@ def pytest_report_header(config):
     for name in names:
         reason = operator_runtime.backend_unavailable_reason(name)
         lines.append(f"  {name}: " + ("available" if reason is None else f"unavailable ({reason})"))
-    return ["operator_runtime backends:"] + lines
+    seed = config.stash.get(_HYPOTHESIS_SEED, None)
+    return (["operator_runtime backends:"] + lines
+            + [f"hypothesis seed: {seed} (reproduce with --hypothesis-seed={seed})"])

@@ -431,8 +431,8 @@ def test_descriptor_variant_of_null():
     assert library().oprt_descriptor_variant(None) is None
 
 
-def test_probe_cpu():
-    probe = library().oprt_backend_probe_cpu
+def test_probe(c_backend):
+    probe = getattr(library(), f"oprt_backend_probe_{c_backend}")
     probe.restype = ctypes.c_int
     assert probe() == 0, last_error()
 
