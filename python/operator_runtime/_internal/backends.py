@@ -150,6 +150,8 @@ def _backend_impl_or_error(backend: Backend):
         return None, error
     except ImportError as error:
         return None, BackendUnavailableError(backend.value, f"its implementation failed to import: {error}")
+    except OSError as error:  # the compiled library is missing or does not load
+        return None, BackendUnavailableError(backend.value, str(error))
 
 
 def backend_impl(backend: Backend):
