@@ -183,7 +183,7 @@ def run_bench(ops, backend, device_type, args):
             try:
                 row = bench_pkg.run_case(bench, case, backend, device, ceiling["gbps"], config, args.torch_compile)
             except Exception as error:
-                row = bench_pkg._result(bench, case, backend, device, status="error",
+                row = bench_pkg.make_result(bench, case, backend, device, status="error",
                                         message=f"{type(error).__name__}: {error}".splitlines()[0][:160])
                 traceback.print_exc(limit=3)
             results.append(row)

@@ -97,7 +97,7 @@ class OpBench:
         return None
 
 
-def _result(bench, case, backend, device, **kw) -> PerformanceResult:
+def make_result(bench, case, backend, device, **kw) -> PerformanceResult:
     return PerformanceResult(op=bench.op, backend=backend, case=case.name, dtype=dtype_name(case.dtype),
                              shapes=[list(s) for s in case.shapes], params=dict(case.params),
                              device=str(device), layout=case.layout, numel=case.numel, **kw)
@@ -107,7 +107,7 @@ def run_case(bench: OpBench, case: BenchCase, backend: str, device, ceiling_gbps
              config: TimingConfig, torch_compile: bool = False) -> PerformanceResult:
     """Check ours (both paths) against float64, then time ours and torch."""
     cuda = torch.device(device).type == "cuda"
-    result = _result(bench, case, backend, device, ceiling_gbps=ceiling_gbps)
+    result = make_result(bench, case, backend, device, ceiling_gbps=ceiling_gbps)
     inputs = bench.make_inputs(case, device)
     out = bench.make_out(case, inputs)
     out.fill_(float("nan"))  # poison: an unwritten element fails the check
