@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "../../common/cpu/elementwise_cpu.h"
@@ -19,6 +20,7 @@ namespace oprt::cpu {
 namespace {
 
 constexpr int64_t kColumns = 64;
+constexpr int64_t kStackFloats = 8192;  // 32 KB of exp values for a 16-bit row
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 enum class Kind { kRows, kColumns, kGather };
@@ -61,20 +63,32 @@ void softmax_contiguous(const T* x, T* y, int64_t n) {
     const float m = horizontal_max(vmax);
     if (_mm256_movemask_ps(vnan) || std::isinf(m)) return fill_nan(y, 1, n);
     const __m256 vm = _mm256_set1_ps(m);
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-    int64_t i = 0;
-    for (; i + 16 <= body; i += 16) {
-      s0 = _mm256_add_ps(s0, exp8_nonpositive(_mm256_sub_ps(load8(x + i), vm)));
-      s1 = _mm256_add_ps(s1, exp8_nonpositive(_mm256_sub_ps(load8(x + i + 8), vm)));
+    // exp(x - m) is kept in a float buffer so it is computed once: out itself
+    // for float32, the stack for short 16-bit rows, else a per-thread buffer
+    // that grows to the longest row seen.
+    alignas(32) float stack[kStackFloats];
+    float* e = stack;
+    if constexpr (std::is_same_v<T, float>) {
+      e = y;
+    } else if (n > kStackFloats) {
+      static thread_local std::vector<float> long_row;
+      if (static_cast<int64_t>(long_row.size()) < n) long_row.resize(n);
+      e = long_row.data();
     }
-    if (i < body) s0 = _mm256_add_ps(s0, exp8_nonpositive(_mm256_sub_ps(load8(x + i), vm)));
-    if (tail) s1 = _mm256_add_ps(s1, exp8_nonpositive(_mm256_sub_ps(load_tail(), vm)));
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    for (int64_t i = 0; i < body; i += 8) {
+      const __m256 v = exp8_nonpositive(_mm256_sub_ps(load8(x + i), vm));
+      _mm256_storeu_ps(e + i, v);
+      if (i & 8) s1 = _mm256_add_ps(s1, v); else s0 = _mm256_add_ps(s0, v);
+    }
+    __m256 tail_exp = _mm256_setzero_ps();
+    if (tail) s1 = _mm256_add_ps(s1, tail_exp = exp8_nonpositive(_mm256_sub_ps(load_tail(), vm)));
     const __m256 inv = _mm256_set1_ps(1.0f / horizontal_sum(_mm256_add_ps(s0, s1)));
-    __m256 tail_out = _mm256_setzero_ps();
-    if (tail) tail_out = _mm256_mul_ps(exp8_nonpositive(_mm256_sub_ps(load_tail(), vm)), inv);
-    for (i = 0; i < body; i += 8) store8(y + i, _mm256_mul_ps(exp8_nonpositive(_mm256_sub_ps(load8(x + i), vm)), inv));
+    for (int64_t i = 0; i < body; i += 8) {
+      store8(y + i, _mm256_mul_ps(_mm256_loadu_ps(e + i), inv));
+    }
     if (tail) {
-      _mm256_store_ps(pad, tail_out);
+      _mm256_store_ps(pad, _mm256_mul_ps(tail_exp, inv));
       for (int j = 0; j < tail; ++j) y[body + j] = from_float<T>(pad[j]);
     }
     return;
