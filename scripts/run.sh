@@ -30,6 +30,9 @@ import torch
 import operator_runtime as ort
 
 def failure(backend):
+    reason = ort.backend_unavailable_reason(backend)
+    if reason is not None:
+        return reason
     device = "cpu" if backend == "cpu" else "cuda"
     try:
         x = torch.ones(4, 8, device=device)

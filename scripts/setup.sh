@@ -30,6 +30,21 @@ if [[ ! -x $venv/bin/python ]]; then
   venv_args=()
   [[ ${OPRT_VENV_ISOLATED:-0} == 1 ]] || venv_args+=(--system-site-packages)
   "$creator" -m venv "${venv_args[@]}" "$venv"
+  if [[ ${OPRT_VENV_ISOLATED:-0} != 1 ]]; then
+    # --system-site-packages exposes the base interpreter's packages only. When
+    # the creator is itself a venv (a GPU image keeping torch in e.g.
+    # /opt/torch/.venv), chain its site-packages too, after the new venv's own.
+    parent_sites=$("$creator" -c 'import site, sys
+if sys.prefix != sys.base_prefix:
+    print("\n".join(site.getsitepackages()))')
+    if [[ -n $parent_sites ]]; then
+      purelib=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+      while IFS= read -r dir; do
+        echo "import site; site.addsitedir('$dir')"
+      done <<<"$parent_sites" >"$purelib/_oprt_parent_venv.pth"
+      say "the venv also sees $(tr '\n' ' ' <<<"$parent_sites")"
+    fi
+  fi
   say "created venv $venv (${venv_args[*]:-isolated}) in $(since "$t") s"
 fi
 py=$venv/bin/python
