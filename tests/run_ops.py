@@ -240,13 +240,27 @@ def print_summary(results, overheads, notes, device_type):
         for r in slow:
             print(f"      {r.op} {r.case} {r.dtype}: {r.torch_us / r.prepared_us:.2f}x of torch's speed")
     if overheads:
-        print("[summary] host overhead, tiny tensor, back-to-back calls (us/call):")
-        print(f"  {'op':<11} {'shape':<14} {'ours call':>10} {'prepared':>10} {'torch':>10}")
-        for op, t in overheads.items():
-            shape = "x".join(str(s) for s in t["shape"][0])
-            print(f"  {op:<11} {shape:<14} {t['call']:>10.2f} {t['prepared']:>10.2f} {t['torch']:>10.2f}")
+        print_host_overhead(overheads)
     for note in notes:
         print(f"[note] {note}")
+
+
+HOST_TARGETS = {"call_ratio": 1.3, "prepared_ratio": 1.0}  # ours / torch, at most
+
+
+def print_host_overhead(overheads) -> None:
+    """Ours vs torch eager per op: out of place (target <= 1.3x torch's
+    functional call) and prepared (target <= 1.0x torch's out= call)."""
+    print("[summary] host overhead, tiny tensor, back-to-back calls (us/call; ratio = ours / torch, "
+          f"targets: call <= {HOST_TARGETS['call_ratio']}x, prepared <= {HOST_TARGETS['prepared_ratio']}x)")
+    print(f"  {'op':<11} {'shape':<10} {'ours call':>9} {'torch':>7} {'ratio':>7}   "
+          f"{'prepared':>8} {'torch out=':>10} {'ratio':>7}")
+    for op, t in overheads.items():
+        shape = "x".join(str(s) for s in t["shape"][0])
+        marks = {k: ("" if t.get(k) is None or t[k] <= limit else "!") for k, limit in HOST_TARGETS.items()}
+        print(f"  {op:<11} {shape:<10} {t['call']:>9.2f} {t['torch_call']:>7.2f} {_x(t['call_ratio']):>7}"
+              f"{marks['call_ratio']:1}  {t['prepared']:>8.2f} {t['torch']:>10.2f} "
+              f"{_x(t['prepared_ratio']):>7}{marks['prepared_ratio']}")
 
 
 def main(argv=None) -> int:

@@ -157,17 +157,24 @@ def run_case(bench: OpBench, case: BenchCase, backend: str, device, ceiling_gbps
 
 
 def host_overhead(bench: OpBench, backend: str, device, calls: int = 2000) -> dict:
-    """µs/call of back-to-back calls on a tiny tensor: ours out of place,
-    ours prepared, torch eager (out= form)."""
+    """µs/call of back-to-back calls on a tiny tensor: ours out of place
+    ("call") vs torch eager's functional call ("torch_call"), and ours
+    prepared ("prepared") vs torch's out= form ("torch"); plus the two
+    ratios (ours / torch: <= 1 means ours costs no more)."""
     case = bench.tiny_case()
     inputs = bench.make_inputs(case, device)
     out = bench.make_out(case, inputs)
     torch_out = bench.make_out(case, inputs)
     prepared = bench.prepare(out, inputs, case, backend)
+    functional = bench.torch_functional(case)
     fns = {"call": lambda: bench.call(inputs, case, backend),
+           "torch_call": lambda: functional(*inputs),
            "prepared": prepared.run,
            "torch": lambda: bench.torch_out(torch_out, inputs, case)}
     times = measure_host_overhead(fns, device, calls=calls)
+    prepared.destroy()
+    times["call_ratio"] = times["call"] / times["torch_call"] if times["torch_call"] else None
+    times["prepared_ratio"] = times["prepared"] / times["torch"] if times["torch"] else None
     times["shape"] = [list(s) for s in case.shapes]
     times["dtype"] = dtype_name(case.dtype)
     return times

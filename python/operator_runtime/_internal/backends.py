@@ -27,11 +27,12 @@ STANDARD_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 class CDescriptor:
     """A live C descriptor; destroyed by destroy() or when garbage-collected."""
 
-    __slots__ = ("_functions", "_handle", "workspace_size", "variant")
+    __slots__ = ("_functions", "_handle", "_execute", "workspace_size", "variant")
 
     def __init__(self, functions: "COpFunctions", out: torch.Tensor, inputs: Sequence[torch.Tensor], c_params):
         self._functions = functions
         self._handle = None
+        self._execute = functions.execute_fast
         handle = ctypes.c_void_p()
         views = [tensor_view(out, with_data=False)] + [tensor_view(t, with_data=False) for t in inputs]
         status = functions.create(ctypes.byref(handle), *[ctypes.byref(v) for v in views], *c_params)
@@ -43,14 +44,41 @@ class CDescriptor:
         variant = lib.library().oprt_descriptor_variant(self._handle)
         self.variant = variant.decode() if variant else "unknown"
 
+    @property
+    def alive(self) -> bool:
+        return self._handle is not None
+
+    @property
+    def c_execute(self):
+        """The execute entry point, typed for ints/None (handle, workspace,
+        workspace bytes, out, inputs..., stream); see _fast_execute."""
+        return self._execute
+
+    def check(self, status: int) -> None:
+        """Raises OperatorRuntimeError for a failed execute status."""
+        lib.check_status(status, self._functions.execute.__name__)
+
     def execute(self, out: torch.Tensor, inputs: Sequence[torch.Tensor], workspace, stream) -> None:
-        if self._handle is None:
+        # The hot path of every call: no list building for the usual one or
+        # two inputs, and a C function typed once (COpFunctions.execute_fast).
+        handle = self._handle
+        if handle is None:
             raise RuntimeError("descriptor was destroyed")
-        ws_ptr, ws_size = (workspace.data_ptr(), workspace.numel()) if workspace is not None else (None, 0)
-        status = self._functions.execute(self._handle, ws_ptr, ws_size, out.data_ptr(),
-                                         *[t.data_ptr() for t in inputs], stream)
+        if workspace is None:
+            ws_ptr, ws_size = None, 0
+        else:
+            ws_ptr, ws_size = workspace.data_ptr(), workspace.numel()
+        count = len(inputs)
+        if count == 1:
+            status = self._execute(handle, ws_ptr, ws_size, out.data_ptr(), inputs[0].data_ptr(), stream)
+        elif count == 2:
+            status = self._execute(handle, ws_ptr, ws_size, out.data_ptr(), inputs[0].data_ptr(),
+                                   inputs[1].data_ptr(), stream)
+        else:
+            status = self._execute(handle, ws_ptr, ws_size, out.data_ptr(), *[t.data_ptr() for t in inputs],
+                                   stream)
         if status != 0:
-            lib.check_status(status, self._functions.execute.__name__)
+            self.check(status)
 
     def destroy(self) -> None:
         handle, self._handle = self._handle, None
@@ -81,6 +109,18 @@ class COpFunctions:
         if missing:
             raise BackendUnavailableError(backend, f"this build has no {op} kernel ({missing[0]} is not exported)")
         self.create, self.workspace, self.execute, self.destroy = functions
+        self.execute_fast = _fast_execute(self.execute, num_inputs)
+
+
+def _fast_execute(function, num_inputs: int):
+    """`function` (an execute entry point) retyped for the per-call path. On
+    LP64 ABIs size_t and pointers share one register class and width, so
+    every argument is declared c_void_p: ctypes converts a Python int to
+    c_void_p faster than to c_size_t, and None passes as NULL / 0."""
+    if ctypes.sizeof(ctypes.c_size_t) != ctypes.sizeof(ctypes.c_void_p):
+        return function
+    prototype = ctypes.CFUNCTYPE(ctypes.c_int, *[ctypes.c_void_p] * (num_inputs + 5))
+    return prototype(ctypes.cast(function, ctypes.c_void_p).value)
 
 
 class CBackend:
@@ -104,12 +144,42 @@ class CBackend:
         functions = self._functions.get(op.name)
         if functions is None:
             functions = self._functions[op.name] = COpFunctions(op.name, self.name, len(inputs), op.c_param_types)
+        if self.device_type == "cuda" and out.device.index is not None:
+            with torch.cuda.device(out.device.index):  # device facts are read for the tensors' device
+                return CDescriptor(functions, out, inputs, op.c_params(params))
         return CDescriptor(functions, out, inputs, op.c_params(params))
 
     def stream(self, device: torch.device):
         if self.device_type == "cuda":
-            return torch.cuda.current_stream(device).cuda_stream
+            return cuda_raw_stream(device.index)
         return None
+
+
+# -- CUDA helpers for the per-call path (cheap private torch entry points when
+#    this torch build has them, the public API otherwise) ------------------------
+
+_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_GET_DEVICE = getattr(torch._C, "_cuda_getDevice", None)
+_IS_CAPTURING = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+
+
+def cuda_raw_stream(index) -> int:
+    """The cudaStream_t (as an int; 0 for the legacy default stream) that is
+    current on device `index` (None: the current device)."""
+    if index is None:
+        index = cuda_current_device()
+    if _RAW_STREAM is not None:
+        return _RAW_STREAM(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+def cuda_current_device() -> int:
+    return _GET_DEVICE() if _GET_DEVICE is not None else torch.cuda.current_device()
+
+
+def cuda_is_capturing() -> bool:
+    """Whether the current stream is capturing a CUDA graph."""
+    return _IS_CAPTURING() if _IS_CAPTURING is not None else torch.cuda.is_current_stream_capturing()
 
 
 def _nvidia() -> CBackend:

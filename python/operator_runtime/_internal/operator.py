@@ -5,6 +5,19 @@ validates the arguments and returns a Plan (inputs at the output's rank,
 normalized params, output shape and dtype), and how its params reach C.
 Operator.call serves ``op(...)`` and ``op_(out, ...)``; Operator.prepare
 serves ``prepare_op(out, ...)``.
+
+Two paths serve a call. The slow path (``_resolve``) validates every
+argument, plans, and finds or creates the descriptor. When it succeeds it
+records a ``_CallEntry`` under the call's signature: the backend argument,
+the params as given (with their types, so ``1`` and ``True`` differ), each
+input's dtype/shape/strides/device, and out's (or None). A later call with
+the same signature is one dict lookup away from its descriptor: it only
+allocates out (or checks that a given out does not partially overlap an
+input: the one property that depends on data pointers, not on the
+signature) and executes. Anything unusual (an argument that is not a
+tensor, unhashable params) takes the slow path, which raises the usual
+errors; a signature is recorded only after the slow path accepted it, so
+the fast path never accepts what the slow path refuses.
 """
 
 from __future__ import annotations
@@ -16,10 +29,10 @@ from typing import Callable, Sequence
 
 import torch
 
-from ..backend import Backend, default_backend, parse_backend
-from .backends import backend_impl
-from .tensors import (require_dtype, require_no_partial_overlap, require_no_self_overlap, require_tensor)
-
+from ..backend import default_backend, parse_backend
+from .backends import backend_impl, cuda_current_device, cuda_is_capturing
+from .tensors import (_byte_span, require_dtype, require_no_partial_overlap, require_no_self_overlap,
+                      require_tensor)
 
 @dataclass
 class Plan:
@@ -29,27 +42,94 @@ class Plan:
     out_dtype: torch.dtype   # None: any supported dtype (copy_ converts)
 
 
-class DescriptorCache:
-    """A bounded LRU map key -> descriptor. Evicted descriptors are destroyed
-    when the last reference (a call in flight may hold one) goes away."""
+class _Slot:
+    """One cached descriptor, the call signatures whose fast-path entries use
+    it, and whether a fast-path call used it since eviction last looked."""
 
-    def __init__(self, capacity: int = 512):
+    __slots__ = ("descriptor", "used", "calls")
+
+    def __init__(self, descriptor):
+        self.descriptor = descriptor
+        self.used = False
+        self.calls: list = []
+
+
+class DescriptorCache:
+    """A bounded map key -> descriptor, least recently used evicted first,
+    and the fast path's map call signature -> _CallEntry.
+
+    Slow-path lookups move a descriptor to the recent end; fast-path hits
+    only flag it (no lock, no hashing of the descriptor key), and eviction
+    gives a flagged descriptor a second chance (moves it to the recent end,
+    clearing the flag) before evicting the next oldest. Evicting a descriptor
+    also drops the call entries that hold it, so at most `capacity`
+    descriptors are kept alive by the cache; an evicted one is destroyed when
+    the last reference (a call in flight may hold one) goes away. The call
+    map is bounded too (oldest entry out first)."""
+
+    def __init__(self, capacity: int = 512, call_capacity: int | None = None):
         self.capacity = capacity
+        self.call_capacity = call_capacity or 4 * capacity
         self._entries: OrderedDict = OrderedDict()
+        self.calls: dict = {}  # read without the lock (one dict lookup is atomic); written with it
         self._lock = threading.Lock()
 
-    def get_or_create(self, key, create: Callable):
+    def get_or_create_slot(self, key, create: Callable) -> _Slot:
         with self._lock:
-            descriptor = self._entries.get(key)
-            if descriptor is not None:
+            slot = self._entries.get(key)
+            if slot is not None and _alive(slot.descriptor):
                 self._entries.move_to_end(key)
-                return descriptor
+                return slot
         descriptor = create()
         with self._lock:
-            self._entries[key] = descriptor
+            slot = self._entries.get(key)
+            if slot is not None and _alive(slot.descriptor):  # another thread made one meanwhile
+                self._entries.move_to_end(key)
+                return slot
+            if slot is not None:
+                self._drop_calls(slot)
+            slot = self._entries[key] = _Slot(descriptor)
+            self._entries.move_to_end(key)
             while len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
-        return descriptor
+                old_key, old = self._entries.popitem(last=False)
+                if old.used:
+                    old.used = False
+                    self._entries[old_key] = old
+                else:
+                    self._drop_calls(old)
+        return slot
+
+    def get_or_create(self, key, create: Callable):
+        return self.get_or_create_slot(key, create).descriptor
+
+    def add_call(self, call_key, slot: _Slot, entry) -> None:
+        """Records a fast-path entry, if its descriptor is still cached."""
+        with self._lock:
+            if self._entries.get(entry.descriptor_key) is not slot or call_key in self.calls:
+                return
+            self.calls[call_key] = entry
+            slot.calls.append(call_key)
+            while len(self.calls) > self.call_capacity:
+                old_key = next(iter(self.calls))
+                old = self.calls.pop(old_key)
+                try:
+                    old.slot.calls.remove(old_key)
+                except ValueError:
+                    pass
+
+    def drop_call(self, call_key) -> None:
+        with self._lock:
+            entry = self.calls.pop(call_key, None)
+            if entry is not None:
+                try:
+                    entry.slot.calls.remove(call_key)
+                except ValueError:
+                    pass
+
+    def _drop_calls(self, slot: _Slot) -> None:
+        for call_key in slot.calls:
+            self.calls.pop(call_key, None)
+        slot.calls.clear()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -57,13 +137,117 @@ class DescriptorCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self.calls.clear()
 
 
-DESCRIPTOR_CACHE = DescriptorCache()
+def _alive(descriptor) -> bool:
+    return getattr(descriptor, "alive", True)
 
 
 def _signature(t: torch.Tensor) -> tuple:
     return (t.dtype, tuple(t.shape), t.stride())
+
+
+class _CallEntry:
+    """What a repeated call needs: the descriptor and how to run it."""
+
+    __slots__ = ("slot", "descriptor_key", "impl", "descriptor", "out_shape", "out_dtype", "device",
+                 "workspace_size", "cuda_index", "spans", "out_span", "like", "c_execute")
+
+    def __init__(self, slot, descriptor_key, impl, out, plan, inputs, given_out):
+        self.slot = slot
+        self.descriptor_key = descriptor_key
+        self.impl = impl
+        self.descriptor = slot.descriptor
+        self.out_shape = tuple(out.shape)
+        self.out_dtype = out.dtype
+        self.device = out.device
+        self.workspace_size = self.descriptor.workspace_size
+        # The typed C function of a C descriptor, called inline by the fast path.
+        self.c_execute = getattr(self.descriptor, "c_execute", None)
+        self.cuda_index = out.device.index if impl.device_type == "cuda" else None
+        # A new out can be torch.empty_like(inputs[like]) (cheaper than
+        # torch.empty) when that input has exactly out's dtype, shape,
+        # strides and device: empty_like keeps a dense tensor's strides.
+        self.like = None
+        if not given_out:
+            for index, t in enumerate(inputs):
+                if _signature(t) == _signature(out) and t.device == out.device:  # out: torch.empty, dense
+                    self.like = index
+                    break
+        # For a given out: each input's byte span relative to its data
+        # pointer, and whether it has out's exact layout (in place allowed).
+        self.spans = ()
+        self.out_span = None
+        if given_out:
+            base = out.data_ptr()
+            lo, hi = _byte_span(out)
+            self.out_span = (lo - base, hi - base)
+            spans = []
+            for index, t in enumerate(plan.inputs):
+                if t.numel():
+                    lo, hi = _byte_span(t)
+                    same = _signature(t) == _signature(out)
+                    spans.append((index, lo - t.data_ptr(), hi - t.data_ptr(), same))
+            self.spans = tuple(spans)
+
+    def new_out(self) -> torch.Tensor:
+        return torch.empty(*self.out_shape, dtype=self.out_dtype, device=self.device) if self.out_shape else \
+            torch.empty((), dtype=self.out_dtype, device=self.device)
+
+
+class _Workspaces(threading.local):
+    """Per thread, one scratch buffer per (device, stream), reused by every
+    out-of-place or op_ call that needs a workspace. On CUDA a buffer is only
+    ever used on the stream it was allocated on, so stream order keeps reuse
+    safe (the caching allocator gives a freed buffer to later work on that
+    stream only). While a CUDA graph is being captured every call allocates
+    its own (from the graph's pool), as a captured kernel must keep its
+    scratch memory for replays."""
+
+    MAX_BUFFERS = 8
+
+    def __init__(self):
+        self.buffers: dict = {}
+
+    def get(self, device: torch.device, stream, nbytes: int, cuda: bool) -> torch.Tensor:
+        if cuda and cuda_is_capturing():
+            return torch.empty(nbytes, dtype=torch.uint8, device=device)
+        key = (device, stream)
+        buffer = self.buffers.get(key)
+        if buffer is None or buffer.numel() < nbytes:
+            if buffer is None and len(self.buffers) >= self.MAX_BUFFERS:
+                self.buffers.clear()
+            buffer = self.buffers[key] = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        return buffer
+
+
+WORKSPACES = _Workspaces()
+
+
+def _param_types(params: tuple) -> tuple:
+    types = tuple(map(type, params))
+    if tuple in types:
+        types += tuple(tuple(map(type, p)) for p in params if type(p) is tuple)
+    return types
+
+
+def _call_workspace(device, stream, nbytes: int, cuda: bool):
+    return WORKSPACES.get(device, stream, nbytes, cuda) if nbytes else None
+
+
+def _launch(impl, cuda_index, descriptor, out, inputs, workspace, device) -> None:
+    """Executes on the tensors' stream; on CUDA, with their device current
+    (the legacy default stream does not name its device)."""
+    if cuda_index is None:
+        descriptor.execute(out, inputs, workspace, None)
+        return
+    stream = impl.stream(device)
+    if cuda_current_device() == cuda_index:
+        descriptor.execute(out, inputs, workspace, stream)
+    else:
+        with torch.cuda.device(cuda_index):
+            descriptor.execute(out, inputs, workspace, stream)
 
 
 class Operator:
@@ -117,16 +301,119 @@ class Operator:
                 tuple(_signature(t) for t in plan.inputs), plan.params)
 
     # -- the three forms ----------------------------------------------------
+    def _call_key(self, out, inputs, params, backend) -> tuple:
+        """The call's signature (see the module docstring): the same tuple
+        call() builds inline. Raises for arguments it cannot describe (not
+        tensors, unhashable params)."""
+        key = (self, backend, params, _param_types(params) if params else ())
+        for t in inputs:
+            key += (t.dtype, t.shape, t.stride(), t.device)
+        if out is None:
+            return key
+        return key + (out.dtype, out.shape, out.stride(), out.device)
+
     def call(self, out, inputs: tuple, params: tuple, backend):
-        impl, plan, out = self._resolve(out, inputs, params, backend)
-        if out.numel() == 0:
+        # The fast path, kept flat: every line here is paid by every call.
+        try:
+            if params:
+                types = tuple(map(type, params))
+                if tuple in types:
+                    types = _param_types(params)
+            else:
+                types = ()
+            if len(inputs) == 1:
+                a, = inputs
+                if out is None:
+                    key = (self, backend, params, types, a.dtype, a.shape, a.stride(), a.device)
+                else:
+                    key = (self, backend, params, types, a.dtype, a.shape, a.stride(), a.device,
+                           out.dtype, out.shape, out.stride(), out.device)
+            elif len(inputs) == 2:
+                a, b = inputs
+                if out is None:
+                    key = (self, backend, params, types, a.dtype, a.shape, a.stride(), a.device,
+                           b.dtype, b.shape, b.stride(), b.device)
+                else:
+                    key = (self, backend, params, types, a.dtype, a.shape, a.stride(), a.device,
+                           b.dtype, b.shape, b.stride(), b.device, out.dtype, out.shape, out.stride(), out.device)
+            else:
+                key = self._call_key(out, inputs, params, backend)
+            entry = _CALLS.get(key)
+        except Exception:  # the slow path says what is wrong with the arguments
+            key = entry = None
+        if entry is None:
+            return self._call_slow(out, inputs, params, backend, key)
+        if out is None:
+            like = entry.like
+            if like is not None and type(inputs[like]) is torch.Tensor:  # a subclass may override empty_like
+                out = torch.empty_like(inputs[like])
+            else:
+                out = entry.new_out()
+        else:
+            out_ptr = out.data_ptr()
+            o0, o1 = entry.out_span
+            o0 += out_ptr
+            o1 += out_ptr
+            for index, lo, hi, same in entry.spans:
+                ptr = inputs[index].data_ptr()
+                if ptr + lo < o1 and o0 < ptr + hi and not (same and ptr == out_ptr):
+                    return self._call_slow(out, inputs, params, backend, None)  # raises the overlap error
+        descriptor = entry.descriptor
+        if not descriptor.alive:  # destroyed behind the cache's back: make a new one
+            DESCRIPTOR_CACHE.drop_call(key)
+            return self._call_slow(out, inputs, params, backend, key)
+        entry.slot.used = True
+        cuda_index = entry.cuda_index
+        if cuda_index is None:
+            stream = None
+        else:
+            stream = entry.impl.stream(entry.device)
+            if cuda_current_device() != cuda_index:
+                workspace = _call_workspace(entry.device, stream, entry.workspace_size, True)
+                _launch(entry.impl, cuda_index, descriptor, out, inputs, workspace, entry.device)
+                return out
+        execute = entry.c_execute
+        if execute is None or entry.workspace_size:
+            workspace = _call_workspace(entry.device, stream, entry.workspace_size, cuda_index is not None)
+            descriptor.execute(out, inputs, workspace, stream)
             return out
-        descriptor = DESCRIPTOR_CACHE.get_or_create(
-            self._key(impl, out, plan), lambda: impl.create(self, out, plan.inputs, plan.params))
+        # A C descriptor without workspace: the ctypes call, inline.
+        handle = descriptor._handle
+        if handle is None:
+            raise RuntimeError("descriptor was destroyed")
+        if len(inputs) == 1:
+            status = execute(handle, None, 0, out.data_ptr(), inputs[0].data_ptr(), stream)
+        elif len(inputs) == 2:
+            status = execute(handle, None, 0, out.data_ptr(), inputs[0].data_ptr(), inputs[1].data_ptr(), stream)
+        else:
+            status = execute(handle, None, 0, out.data_ptr(), *[t.data_ptr() for t in inputs], stream)
+        if status:
+            descriptor.check(status)
+        return out
+
+    def _call_slow(self, out, inputs: tuple, params: tuple, backend, call_key):
+        given_out = out is not None
+        impl, plan, out = self._resolve(out, inputs, params, backend)
+        # A fast-path entry needs the plan's inputs to be the caller's
+        # tensors, at most expanded (same data pointers).
+        direct = len(plan.inputs) == len(inputs) and all(
+            p.data_ptr() == t.data_ptr() for p, t in zip(plan.inputs, inputs))
+        if out.numel() == 0:  # nothing to run (and nothing recorded: empty outputs are rare)
+            return out
+        descriptor_key = self._key(impl, out, plan)
+        slot = DESCRIPTOR_CACHE.get_or_create_slot(
+            descriptor_key, lambda: impl.create(self, out, plan.inputs, plan.params))
+        descriptor = slot.descriptor
+        cuda_index = out.device.index if impl.device_type == "cuda" else None
         workspace = None
         if descriptor.workspace_size:
-            workspace = torch.empty(descriptor.workspace_size, dtype=torch.uint8, device=out.device)
-        descriptor.execute(out, plan.inputs, workspace, impl.stream(out.device))
+            cuda = cuda_index is not None
+            stream = impl.stream(out.device) if cuda else None
+            workspace = WORKSPACES.get(out.device, stream, descriptor.workspace_size, cuda)
+        _launch(impl, cuda_index, descriptor, out, plan.inputs, workspace, out.device)
+        if call_key is not None and direct:
+            entry = _CallEntry(slot, descriptor_key, impl, out, plan, inputs, given_out)
+            DESCRIPTOR_CACHE.add_call(call_key, slot, entry)
         return out
 
     def prepare(self, out, inputs: tuple, params: tuple, backend) -> "PreparedOp":
@@ -135,6 +422,10 @@ class Operator:
         impl, plan, out = self._resolve(out, inputs, params, backend)
         descriptor = impl.create(self, out, plan.inputs, plan.params)
         return PreparedOp(self, impl, descriptor, out, plan)
+
+
+DESCRIPTOR_CACHE = DescriptorCache()
+_CALLS = DESCRIPTOR_CACHE.calls  # the same dict object for the cache's whole life (clear() empties it)
 
 
 class PreparedOp:
@@ -151,6 +442,8 @@ class PreparedOp:
         self._stride_zero = [tuple(s == 0 for s in t.stride()) for t in plan.inputs]
         self._signatures = (_signature(out),) + tuple(_signature(t) for t in plan.inputs)
         self._device = out.device
+        self._cuda_index = out.device.index if impl.device_type == "cuda" else None
+        self._empty = out.numel() == 0
         self.workspace_size = descriptor.workspace_size
         self._workspace = (torch.empty(self.workspace_size, dtype=torch.uint8, device=out.device)
                            if self.workspace_size else None)
@@ -168,14 +461,19 @@ class PreparedOp:
         return self._out
 
     def run(self, out: torch.Tensor | None = None, *inputs: torch.Tensor) -> torch.Tensor:
-        if self._descriptor is None:
+        descriptor = self._descriptor
+        if descriptor is None:
             raise RuntimeError(f"prepared {self._operator.name} was destroyed")
         if out is None and not inputs:
             out, inputs = self._out, self._inputs
         else:
             out, inputs = self._rebind(out, inputs)
-        if out.numel():
-            self._descriptor.execute(out, inputs, self._workspace, self._impl.stream(self._device))
+        if self._empty:
+            return out
+        if self._cuda_index is None:
+            descriptor.execute(out, inputs, self._workspace, None)
+        else:
+            _launch(self._impl, self._cuda_index, descriptor, out, inputs, self._workspace, self._device)
         return out
 
     def _rebind(self, out, inputs):

@@ -1,0 +1,325 @@
+"""The per-call fast path of op(...) and op_(out, ...): a repeated call with
+the same signature skips validation and planning. It must give the slow
+path's results, notice every signature change, keep refusing bad calls
+(partial overlap depends on data pointers, not on the signature), survive
+a destroyed descriptor or a cleared cache, stay bounded, and reuse the
+workspace buffer only where that is safe."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+import operator_runtime as oprt
+from operator_runtime._internal import operator as engine
+from operator_runtime._internal.operator import DESCRIPTOR_CACHE, WORKSPACES
+from operator_runtime_testing import assert_bitwise_equal, assert_close, assert_untouched, snapshot
+
+
+@pytest.fixture
+def resolves(monkeypatch):
+    """Counts slow-path resolutions (validation + planning)."""
+    count = {"n": 0}
+    original = engine.Operator._resolve
+
+    def counting(self, *args, **kwargs):
+        count["n"] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(engine.Operator, "_resolve", counting)
+    return count
+
+
+def _randn(shape, device, dtype=torch.float32, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=gen).to(dtype).to(device)
+
+
+# op name -> (out-of-place call, out-variant call, out shape from inputs, inputs builder)
+CALLS = {
+    "copy": (lambda x: oprt.copy(x[0], backend=BACKEND[0]),
+             lambda out, x: oprt.copy_(out, x[0], backend=BACKEND[0]),
+             lambda x: x[0].shape, lambda d, s: [_randn((6, 7), d, seed=s)]),
+    "vector_add": (lambda x: oprt.vector_add(x[0], x[1], backend=BACKEND[0]),
+                   lambda out, x: oprt.vector_add_(out, x[0], x[1], backend=BACKEND[0]),
+                   lambda x: x[0].shape, lambda d, s: [_randn((6, 7), d, seed=s), _randn((7,), d, seed=s + 1)]),
+    "reduce_sum": (lambda x: oprt.reduce_sum(x[0], 1, backend=BACKEND[0]),
+                   lambda out, x: oprt.reduce_sum_(out, x[0], 1, backend=BACKEND[0]),
+                   lambda x: x[0].shape[:1], lambda d, s: [_randn((6, 7), d, seed=s)]),
+    "softmax": (lambda x: oprt.softmax(x[0], -1, backend=BACKEND[0]),
+                lambda out, x: oprt.softmax_(out, x[0], -1, backend=BACKEND[0]),
+                lambda x: x[0].shape, lambda d, s: [_randn((6, 7), d, seed=s)]),
+}
+REFERENCES = {
+    "copy": lambda x: x[0],
+    "vector_add": lambda x: x[0] + x[1],
+    "reduce_sum": lambda x: x[0].sum(1),
+    "softmax": lambda x: torch.softmax(x[0], -1),
+}
+BACKEND = [None]  # set per test by the `named` fixture
+
+
+@pytest.fixture
+def named(backend):
+    BACKEND[0] = backend
+    yield backend
+    BACKEND[0] = None
+
+
+op_names = pytest.mark.parametrize("op", list(CALLS))
+
+
+@op_names
+def test_fast_path_is_taken_and_matches_slow_path(op, named, device, resolves):
+    call, call_, out_shape, make = CALLS[op]
+    inputs = make(device, 1)
+    DESCRIPTOR_CACHE.clear()
+    slow = call(inputs)
+    slow_out = torch.full(tuple(out_shape(inputs)), float("nan"), device=device)
+    call_(slow_out, inputs)
+    assert resolves["n"] == 2
+    for seed in range(2, 5):  # new data, same signature: no resolution, same bits as a fresh slow call
+        new_inputs = make(device, seed)
+        count = resolves["n"]
+        fast = call(new_inputs)
+        fast_out = torch.full(tuple(out_shape(new_inputs)), float("nan"), device=device)
+        assert call_(fast_out, new_inputs) is fast_out
+        assert resolves["n"] == count, "a repeated signature went through the slow path"
+        DESCRIPTOR_CACHE.clear()
+        reference = call(new_inputs)
+        assert resolves["n"] == count + 1
+        call_(torch.empty_like(fast_out), new_inputs)  # records the out-variant's signature again
+        assert_bitwise_equal(fast, reference, f"{op}: fast out-of-place vs slow")
+        assert_bitwise_equal(fast_out, reference, f"{op}: fast out-variant vs slow")
+        assert fast.is_contiguous() and fast.shape == reference.shape and fast.dtype == reference.dtype
+        assert fast.stride() == reference.stride()
+        assert_close(fast, REFERENCES[op]([t.double().cpu() for t in new_inputs]), torch.float32, msg=op)
+    assert slow.shape == slow_out.shape
+
+
+@op_names
+def test_strides_dtype_and_params_change_the_signature(op, named, device, resolves):
+    call, call_, out_shape, make = CALLS[op]
+    inputs = make(device, 7)
+    DESCRIPTOR_CACHE.clear()
+    call(inputs)
+    call(inputs)
+    before = resolves["n"]
+    # a transposed-then-transposed-back copy: same values, other strides
+    strided = [t.t().contiguous().t() if t.dim() == 2 else t for t in inputs]
+    assert any(s.stride() != t.stride() for s, t in zip(strided, inputs))
+    result = call(strided)
+    assert resolves["n"] == before + 1
+    assert_close(result, REFERENCES[op]([t.double().cpu() for t in inputs]), torch.float32, msg=f"{op} strided")
+    halves = [t.half() for t in inputs]
+    result = call(halves)
+    assert resolves["n"] == before + 2 and result.dtype == torch.float16
+    assert_close(result, REFERENCES[op]([t.double().cpu() for t in halves]), torch.float16, msg=f"{op} half")
+    # out of another dtype (copy converts) or another layout: a new signature
+    out = torch.empty(tuple(out_shape(inputs)), device=device)
+    call_(out, inputs)
+    call_(out, inputs)
+    assert resolves["n"] == before + 3
+    if out.dim() == 2:
+        out_t = torch.empty(tuple(out_shape(inputs))[::-1], device=device).t()
+        call_(out_t, inputs)
+        assert resolves["n"] == before + 4
+        assert_close(out_t, REFERENCES[op]([t.double().cpu() for t in inputs]), torch.float32, msg=f"{op} out.t()")
+
+
+def test_softmax_dim_spellings(named, device):
+    x = _randn((5, 6), device)
+    for dim in (1, -1, 1, -1, 0, -2, 0):
+        assert_close(oprt.softmax(x, dim, backend=named), torch.softmax(x.double().cpu(), dim), torch.float32,
+                     msg=f"dim={dim}")
+
+
+@op_names
+def test_partial_overlap_refused_on_a_repeated_signature(op, named, device):
+    """A first call records the signature with disjoint tensors; a second
+    call with the same signature whose out partially overlaps an input must
+    still be refused, and leave everything untouched."""
+    call, call_, out_shape, make = CALLS[op]
+    inputs = make(device, 3)
+    shape = tuple(out_shape(inputs))
+    numel = torch.Size(shape).numel()
+    call_(torch.empty(shape, device=device), inputs)
+    call_(torch.empty(shape, device=device), inputs)
+    # out and input 0 in one storage, out shifted by one element
+    base = torch.zeros(inputs[0].numel() + numel + 1, device=device)
+    aliased_input = base[:inputs[0].numel()].view(inputs[0].shape).copy_(inputs[0])
+    aliased_out = base[1:1 + numel].view(shape)
+    aliased = [aliased_input] + inputs[1:]
+    assert aliased_input.stride() == inputs[0].stride() and aliased_out.stride() == torch.empty(shape).stride()
+    before = snapshot(base)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="partially overlaps"):
+            call_(aliased_out, aliased)
+        assert_untouched(base, before)
+
+
+@pytest.mark.parametrize("op", ["copy", "vector_add", "softmax"])
+def test_in_place_stays_allowed(op, named, device):
+    call, call_, _, make = CALLS[op]
+    for seed in range(3):
+        inputs = make(device, seed)
+        expected = REFERENCES[op]([t.double().cpu() for t in inputs])
+        assert call_(inputs[0], inputs) is inputs[0]
+        assert_close(inputs[0], expected, torch.float32, msg=f"{op} in place, call {seed}")
+
+
+def test_self_overlapping_out_refused_on_a_repeated_signature(named, device):
+    x = _randn((4, 5), device)
+    out = torch.empty(4, 5, device=device)
+    oprt.copy_(out, x, backend=named)
+    expanded = torch.empty(1, 5, device=device).expand(4, 5)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="overlaps itself"):
+            oprt.copy_(expanded, x, backend=named)
+
+
+@pytest.mark.parametrize("bad", [True, 1.0, (1.0,), (True,)])
+def test_params_equal_in_value_but_not_in_type_are_refused(bad, named, device):
+    """1 == True == 1.0 hash alike: the signature carries the params' types."""
+    x = _randn((4, 5), device)
+    for good in (1, (1,), 1, (1,)):
+        oprt.reduce_sum(x, good, backend=named)
+    with pytest.raises(TypeError):
+        oprt.reduce_sum(x, bad, backend=named)
+    with pytest.raises(TypeError):
+        oprt.reduce_sum(x, bad, backend=named)
+    if not isinstance(bad, tuple):
+        oprt.softmax(x, 1, backend=named)
+        oprt.softmax(x, 1, backend=named)
+        with pytest.raises(TypeError):
+            oprt.softmax(x, bad, backend=named)
+
+
+def test_keepdim_must_stay_a_bool(named, device):
+    x = _randn((4, 5), device)
+    oprt.reduce_sum(x, 1, True, backend=named)
+    oprt.reduce_sum(x, 1, True, backend=named)
+    with pytest.raises(TypeError, match="keepdim"):
+        oprt.reduce_sum(x, 1, 1, backend=named)
+
+
+def test_non_tensor_refused_after_a_tensor(named, device):
+    x = _randn((4, 5), device)
+    oprt.softmax(x, backend=named)
+    oprt.softmax(x, backend=named)
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        oprt.softmax([[1.0, 2.0]], backend=named)
+    out = torch.empty(4, 5, device=device)
+    oprt.softmax_(out, x, backend=named)
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        oprt.softmax_(3, x, backend=named)
+
+
+def test_list_params_take_the_slow_path(named, device):
+    x = _randn((3, 4, 5), device)
+    for _ in range(3):
+        assert_close(oprt.reduce_sum(x, [0, 2], backend=named), x.double().cpu().sum((0, 2)), torch.float32)
+
+
+def test_destroyed_descriptor_is_replaced(named, device):
+    x = _randn((4, 5), device)
+    first = oprt.softmax(x, backend=named)
+    oprt.softmax(x, backend=named)
+    for entry in list(DESCRIPTOR_CACHE.calls.values()):
+        entry.descriptor.destroy()  # behind the cache's back
+    again = oprt.softmax(x, backend=named)
+    assert_bitwise_equal(again, first, "after the cached descriptor was destroyed")
+    assert_bitwise_equal(oprt.softmax(x, backend=named), first, "and once more")
+
+
+def test_cleared_cache(named, device):
+    x = _randn((4, 5), device)
+    first = oprt.copy(x, backend=named)
+    oprt.copy(x, backend=named)
+    DESCRIPTOR_CACHE.clear()
+    assert len(DESCRIPTOR_CACHE) == 0 and not DESCRIPTOR_CACHE.calls
+    assert_bitwise_equal(oprt.copy(x, backend=named), first)
+    assert len(DESCRIPTOR_CACHE.calls) == 1
+
+
+def test_call_map_is_bounded_and_tracks_the_descriptors(named, device):
+    DESCRIPTOR_CACHE.clear()
+    src = torch.ones(DESCRIPTOR_CACHE.capacity + 50, device=device)
+    for n in range(1, DESCRIPTOR_CACHE.capacity + 51):
+        oprt.copy(src[:n], backend=named)
+        oprt.copy_(torch.empty(n, device=device), src[:n], backend=named)
+        assert len(DESCRIPTOR_CACHE) <= DESCRIPTOR_CACHE.capacity
+        assert len(DESCRIPTOR_CACHE.calls) <= DESCRIPTOR_CACHE.call_capacity
+    # every recorded call holds a descriptor that the cache still holds
+    live = {id(slot.descriptor) for slot in DESCRIPTOR_CACHE._entries.values()}
+    assert all(id(entry.descriptor) in live for entry in DESCRIPTOR_CACHE.calls.values())
+    # the most recently used signatures are still fast
+    assert_bitwise_equal(oprt.copy(src[:7], backend=named), src[:7])
+
+
+def test_eviction_keeps_a_hot_signature(named, device, resolves):
+    """A signature used on the fast path between insertions survives them
+    (the second-chance eviction sees its use), so it stays one lookup."""
+    DESCRIPTOR_CACHE.clear()
+    hot = _randn((3, 3), device)
+    oprt.copy(hot, backend=named)
+    src = torch.ones(2 * DESCRIPTOR_CACHE.capacity, device=device)
+    for n in range(1, 2 * DESCRIPTOR_CACHE.capacity):
+        oprt.copy(src[:n], backend=named)
+        oprt.copy(hot, backend=named)
+    count = resolves["n"]
+    oprt.copy(hot, backend=named)
+    assert resolves["n"] == count
+
+
+def _workspace_case(device):
+    """(src, dim) for a reduction whose descriptor asks for a workspace."""
+    for shape, dim in (((1 << 20,), None), ((2, 1 << 20), -1), ((300, 2001), None)):
+        src = _randn(shape, device)
+        out = oprt.reduce_sum(src, dim)
+        with oprt.prepare_reduce_sum(torch.empty_like(out), src, dim) as prepared:
+            if prepared.workspace_size:
+                return src, dim
+    return None, None
+
+
+def test_workspace_is_reused_per_thread(named, device):
+    src, dim = _workspace_case(device)
+    if src is None:
+        pytest.skip(f"no reduction asks for a workspace on {named}")
+    expected = oprt.reduce_sum(src, dim, backend=named)
+    buffers = dict(WORKSPACES.buffers)
+    assert buffers, "the workspace was not cached"
+    for _ in range(3):
+        assert_bitwise_equal(oprt.reduce_sum(src, dim, backend=named), expected)
+    assert {k: v.data_ptr() for k, v in WORKSPACES.buffers.items()} == {k: v.data_ptr() for k, v in buffers.items()}
+    # a smaller request reuses the buffer, a larger one replaces it
+    small = src.reshape(-1)[: src.numel() // 2]
+    assert_close(oprt.reduce_sum(small, None, backend=named), small.double().cpu().sum(), torch.float32,
+                 rtol=1e-5, atol=1e-3)
+    # another thread gets its own buffer, and the same bits
+    seen = {}
+
+    def worker():
+        seen["result"] = oprt.reduce_sum(src, dim, backend=named)
+        seen["buffers"] = {k: v.data_ptr() for k, v in WORKSPACES.buffers.items()}
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert_bitwise_equal(seen["result"], expected, "in another thread")
+    mine = {v.data_ptr() for v in WORKSPACES.buffers.values()}
+    assert not mine & set(seen["buffers"].values()), "threads share a workspace buffer"
+
+
+def test_prepared_run_unchanged(named, device):
+    x = _randn((4, 5), device)
+    out = torch.empty(4, 5, device=device)
+    with oprt.prepare_softmax(out, x, backend=named) as prepared:
+        for _ in range(3):
+            assert prepared.run() is out
+        assert_bitwise_equal(out, oprt.softmax(x, backend=named))
+    with pytest.raises(RuntimeError, match="destroyed"):
+        prepared.run()
