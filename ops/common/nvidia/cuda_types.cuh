@@ -1,0 +1,94 @@
+// Element types of the CUDA kernels: the dtype switch, float conversions,
+// and 16-byte vector loads/stores. Arithmetic is always in float; 16-bit
+// results are rounded once, on store (as torch does).
+#ifndef OPRT_COMMON_NVIDIA_CUDA_TYPES_CUH_
+#define OPRT_COMMON_NVIDIA_CUDA_TYPES_CUH_
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "../tensor.h"
+
+namespace oprt::nvidia {
+
+using half = __half;
+using bfloat16 = __nv_bfloat16;
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(bfloat16 x) { return __bfloat162float(x); }
+
+template <class T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ half from_float<half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ bfloat16 from_float<bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// Calls body(T{}) with T the element type of `dtype` (float32/16/bfloat16).
+template <class Body>
+void dispatch_dtype(int32_t dtype, Body&& body) {
+  switch (dtype) {
+    case OPRT_DTYPE_F32: return body(float{});
+    case OPRT_DTYPE_F16: return body(half{});
+    case OPRT_DTYPE_BF16: return body(bfloat16{});
+    default: fail(OPRT_STATUS_UNSUPPORTED_DTYPE, "the nvidia backend has no %s kernels", dtype_name(dtype));
+  }
+}
+
+// Fails at create for dtypes the NVIDIA kernels do not take.
+inline void require_nvidia_dtype(const TensorDesc& t, const char* name) {
+  if (t.dtype != OPRT_DTYPE_F32 && t.dtype != OPRT_DTYPE_F16 && t.dtype != OPRT_DTYPE_BF16)
+    fail(OPRT_STATUS_UNSUPPORTED_DTYPE, "%s is %s; the nvidia backend takes float32, float16 and bfloat16", name,
+         dtype_name(t.dtype));
+}
+
+// Elements of T per 16-byte vector: 4 float32, 8 16-bit.
+template <class T>
+constexpr int kVec16 = 16 / sizeof(T);
+
+// N elements held as whole 16-byte words (N * sizeof(T) is 16 or 32).
+template <class T, int N>
+struct alignas(16) Vec {
+  T v[N];
+};
+
+template <class T, int N>
+__device__ __forceinline__ Vec<T, N> load_vec(const T* p) {  // p 16-byte aligned
+  return *reinterpret_cast<const Vec<T, N>*>(p);
+}
+template <class T, int N>
+__device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& v) {
+  *reinterpret_cast<Vec<T, N>*>(p) = v;
+}
+
+// Loads N elements as floats from a 16-byte-aligned address.
+template <int N, class T>
+__device__ __forceinline__ void load_floats(const T* p, float (&x)[N]) {
+  const Vec<T, N> v = load_vec<T, N>(p);
+#pragma unroll
+  for (int i = 0; i < N; ++i) x[i] = to_float(v.v[i]);
+}
+template <int N, class T>
+__device__ __forceinline__ void store_floats(T* p, const float (&x)[N]) {
+  Vec<T, N> v;
+#pragma unroll
+  for (int i = 0; i < N; ++i) v.v[i] = from_float<T>(x[i]);
+  store_vec<T, N>(p, v);
+}
+
+__host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Elements from p to the next 16-byte boundary (p is element-aligned).
+template <class T>
+__device__ __forceinline__ int64_t elements_to_alignment(const T* p) {
+  return ((16 - (reinterpret_cast<uintptr_t>(p) & 15)) & 15) / sizeof(T);
+}
+
+}  // namespace oprt::nvidia
+
+#endif

@@ -1,0 +1,273 @@
+// The elementwise engine behind copy and vector_add: out = op(in_0[, in_1])
+// over a coalesced layout whose operand 0 is out. Kernels by layout:
+//   dense      every operand contiguous or a single broadcast scalar: 16-byte
+//              vectors, a scalar head that aligns all operands, a scalar tail
+//   rows       the inner dim contiguous (or broadcast) in every operand: the
+//              same vectors along each row, row starts from the outer dims
+//   strided    anything else: per-element offsets from the layout
+// Indices are 64-bit wherever a tensor can pass 2^31 elements.
+#ifndef OPRT_COMMON_NVIDIA_ELEMENTWISE_CUH_
+#define OPRT_COMMON_NVIDIA_ELEMENTWISE_CUH_
+
+#include <cstdint>
+
+#include "cuda_types.cuh"
+#include "launch.cuh"
+#include "offset_calc.cuh"
+
+namespace oprt::nvidia {
+
+// Elements per thread vector: 16 bytes of the narrowest operand.
+template <class Out, class In>
+constexpr int kElementwiseVec = 16 / (sizeof(Out) < sizeof(In) ? sizeof(Out) : sizeof(In));
+constexpr int kElementwiseThreads = 256;
+constexpr int kElementwiseUnroll = 4;  // vectors in flight per thread
+
+template <class Op, int K, class In>
+__device__ __forceinline__ auto apply_op(const Op& op, const In (&x)[K]) {
+  if constexpr (K == 1) return op(x[0]);
+  else return op(x[0], x[1]);
+}
+
+template <class Out, class In, int K>
+struct ElementwiseArgs {
+  Out* out;
+  const In* in[K];
+  bool scalar[K];  // a broadcast scalar (stride 0 everywhere): read once
+};
+
+// ---- dense ------------------------------------------------------------------
+// Elements [0, head) and [head + vectors * VEC, numel) go scalar; the rest as
+// whole vectors, all operands 16-byte aligned there.
+template <class Op, class Out, class In, int K>
+__global__ void __launch_bounds__(kElementwiseThreads)
+dense_kernel(ElementwiseArgs<Out, In, K> args, Op op, int64_t numel, int64_t head, int64_t vectors) {
+  constexpr int VEC = kElementwiseVec<Out, In>;
+  constexpr int U = kElementwiseUnroll;
+  In scalar_value[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) scalar_value[k] = args.scalar[k] ? args.in[k][0] : In{};
+  auto element = [&](int64_t i) {
+    In x[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) x[k] = args.scalar[k] ? scalar_value[k] : args.in[k][i];
+    args.out[i] = apply_op(op, x);
+  };
+  // Scalar elements: the head, then the tail after the vectors (all of them
+  // when the operands cannot be aligned together), spread over the grid.
+  const int64_t body_end = head + vectors * VEC;
+  const int64_t scalars = head + (numel - body_end);
+  for (int64_t j = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; j < scalars; j += int64_t{gridDim.x} * blockDim.x)
+    element(j < head ? j : body_end + (j - head));
+  const int64_t step = int64_t{gridDim.x} * blockDim.x * U;
+  for (int64_t base = int64_t{blockIdx.x} * blockDim.x * U + threadIdx.x; base < vectors; base += step) {
+    Vec<In, VEC> x[U][K];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t v = base + int64_t{u} * blockDim.x;
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+        if (v < vectors && !args.scalar[k]) x[u][k] = load_vec<In, VEC>(args.in[k] + head + v * VEC);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t v = base + int64_t{u} * blockDim.x;
+      if (v >= vectors) break;
+      Vec<Out, VEC> y;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        In xs[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) xs[k] = args.scalar[k] ? scalar_value[k] : x[u][k].v[e];
+        y.v[e] = apply_op(op, xs);
+      }
+      store_vec<Out, VEC>(args.out + head + v * VEC, y);
+    }
+  }
+}
+
+// ---- rows -------------------------------------------------------------------
+// A task is one chunk of one row; rows are the layout's outer dims. Inner
+// strides are 1, or 0 for a per-row broadcast value.
+template <class Op, class Out, class In, int K, class Index>
+__global__ void __launch_bounds__(kElementwiseThreads)
+rows_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> rows, int64_t row_length,
+            int64_t chunks_per_row, int64_t tasks) {
+  constexpr int VEC = kElementwiseVec<Out, In>;
+  constexpr int U = kElementwiseUnroll;
+  const int64_t chunk = int64_t{blockDim.x} * VEC * U;
+  const bool* broadcast = args.scalar;  // here: one value per row
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const int64_t row = task / chunks_per_row;
+    const int64_t begin = (task - row * chunks_per_row) * chunk;
+    const int64_t end = begin + chunk < row_length ? begin + chunk : row_length;
+    int64_t offsets[K + 1];
+    rows.get(static_cast<Index>(row), offsets);
+    Out* out = args.out + offsets[0];
+    const In* in[K];
+    In row_value[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      in[k] = args.in[k] + offsets[k + 1];
+      row_value[k] = broadcast[k] ? in[k][0] : In{};
+    }
+    auto element = [&](int64_t i) {
+      In x[K];
+#pragma unroll
+      for (int k = 0; k < K; ++k) x[k] = broadcast[k] ? row_value[k] : in[k][i];
+      out[i] = apply_op(op, x);
+    };
+    // Vectors need every streamed operand aligned at the same element.
+    int64_t head = elements_to_alignment(out + begin);
+    if (head > end - begin) head = end - begin;
+    bool aligned = true;
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      if (!broadcast[k]) aligned &= ((reinterpret_cast<uintptr_t>(in[k] + begin + head) & 15) == 0);
+    if (!aligned) head = end - begin;
+    const int64_t vec_begin = begin + head;
+    const int64_t vectors = (end - vec_begin) / VEC;
+    const int64_t vec_end = vec_begin + vectors * VEC;
+    for (int64_t i = begin + threadIdx.x; i < vec_begin; i += blockDim.x) element(i);
+    for (int64_t i = vec_end + threadIdx.x; i < end; i += blockDim.x) element(i);
+    Vec<In, VEC> x[U][K];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t v = threadIdx.x + int64_t{u} * blockDim.x;
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+        if (v < vectors && !broadcast[k]) x[u][k] = load_vec<In, VEC>(in[k] + vec_begin + v * VEC);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t v = threadIdx.x + int64_t{u} * blockDim.x;
+      if (v >= vectors) break;
+      Vec<Out, VEC> y;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        In xs[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) xs[k] = broadcast[k] ? row_value[k] : x[u][k].v[e];
+        y.v[e] = apply_op(op, xs);
+      }
+      store_vec<Out, VEC>(out + vec_begin + v * VEC, y);
+    }
+  }
+}
+
+// ---- strided ----------------------------------------------------------------
+template <class Op, class Out, class In, int K, class Index>
+__global__ void __launch_bounds__(kElementwiseThreads)
+strided_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> layout, int64_t numel) {
+  constexpr int U = kElementwiseUnroll;
+  const int64_t step = int64_t{gridDim.x} * blockDim.x * U;
+  for (int64_t base = int64_t{blockIdx.x} * blockDim.x * U + threadIdx.x; base < numel; base += step) {
+    In x[U][K];
+    int64_t out_offset[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t i = base + int64_t{u} * blockDim.x;
+      if (i >= numel) break;
+      int64_t offsets[K + 1];
+      layout.get(static_cast<Index>(i), offsets);
+      out_offset[u] = offsets[0];
+#pragma unroll
+      for (int k = 0; k < K; ++k) x[u][k] = args.in[k][offsets[k + 1]];
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t i = base + int64_t{u} * blockDim.x;
+      if (i >= numel) break;
+      args.out[out_offset[u]] = apply_op(op, x[u]);
+    }
+  }
+}
+
+// ---- planning and launch ----------------------------------------------------
+enum class ElementwiseKind { kDense, kRows, kStrided };
+
+// Below this row length the rows kernel leaves most threads idle.
+constexpr int64_t kMinRowLength = 256;
+
+template <int N>
+ElementwiseKind choose_elementwise_kind(const StridedLayout<N>& l) {
+  bool dense = l.ndim <= 1 && l.inner_stride(0) == 1;
+  for (int k = 1; k < N; ++k) dense &= l.ndim <= 1 && (l.inner_stride(k) == 1 || l.inner_stride(k) == 0);
+  if (dense) return ElementwiseKind::kDense;
+  bool rows = l.ndim >= 2 && l.inner_stride(0) == 1 && l.inner_size() >= kMinRowLength;
+  for (int k = 1; k < N; ++k) rows &= l.inner_stride(k) == 1 || l.inner_stride(k) == 0;
+  return rows ? ElementwiseKind::kRows : ElementwiseKind::kStrided;
+}
+
+inline const char* elementwise_kind_name(ElementwiseKind kind) {
+  return kind == ElementwiseKind::kDense ? "dense" : kind == ElementwiseKind::kRows ? "rows" : "strided";
+}
+
+// The layout's outer dims (all but the innermost), for the rows kernel.
+template <int N>
+StridedLayout<N> outer_dims(const StridedLayout<N>& l) {
+  StridedLayout<N> outer;
+  for (int d = 0; d + 1 < l.ndim; ++d) {
+    int64_t strides[N];
+    for (int k = 0; k < N; ++k) strides[k] = l.strides[k][d];
+    outer.push_dim(l.shape[d], strides);
+  }
+  return outer;
+}
+
+// Runs out = op(inputs...) over layout (operand 0 = out) on `stream`.
+template <class Op, class Out, class In, int K>
+void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout, Op op, Out* out,
+                        const In* const (&inputs)[K], cudaStream_t stream) {
+  constexpr int VEC = kElementwiseVec<Out, In>;
+  constexpr int U = kElementwiseUnroll;
+  const int64_t numel = layout.numel();
+  if (numel == 0) return;
+  ElementwiseArgs<Out, In, K> args;
+  args.out = out;
+  for (int k = 0; k < K; ++k) {
+    args.in[k] = inputs[k];
+    args.scalar[k] = layout.inner_stride(k + 1) == 0;
+  }
+  const int blocks_per_sm = 2048 / kElementwiseThreads;
+  if (kind == ElementwiseKind::kDense) {
+    // Peel a head that aligns out; vectors only if every streamed input is then aligned too.
+    auto misalignment = [](const void* p) { return reinterpret_cast<uintptr_t>(p) & 15; };
+    int64_t head = static_cast<int64_t>(((16 - misalignment(out)) & 15) / sizeof(Out));
+    bool aligned = head < numel;  // else everything goes scalar
+    for (int k = 0; k < K; ++k)
+      if (!args.scalar[k]) aligned &= misalignment(inputs[k] + head) == 0;
+    if (!aligned) head = numel;
+    const int64_t vectors = (numel - head) / VEC;
+    const int64_t scalars = numel - vectors * VEC;
+    const int64_t tasks = ceil_div(vectors > scalars ? vectors : scalars, int64_t{kElementwiseThreads} * U);
+    const unsigned grid = grid_for(tasks, blocks_per_sm, 2);
+    dense_kernel<Op, Out, In, K><<<grid, kElementwiseThreads, 0, stream>>>(args, op, numel, head, vectors);
+    check_launch("dense elementwise kernel");
+    return;
+  }
+  if (kind == ElementwiseKind::kRows) {
+    const StridedLayout<K + 1> outer = outer_dims(layout);
+    const int64_t rows = outer.numel(), length = layout.inner_size();
+    const int64_t chunks = ceil_div(length, int64_t{kElementwiseThreads} * VEC * U);
+    dispatch_index(rows, [&](auto index) {
+      using Index = decltype(index);
+      const unsigned grid = grid_for(rows * chunks, blocks_per_sm, 4);
+      rows_kernel<Op, Out, In, K, Index><<<grid, kElementwiseThreads, 0, stream>>>(
+          args, op, OffsetCalc<K + 1, Index>(outer), length, chunks, rows * chunks);
+      check_launch("rows elementwise kernel");
+    });
+    return;
+  }
+  dispatch_index(numel, [&](auto index) {
+    using Index = decltype(index);
+    const unsigned grid = grid_for(ceil_div(numel, int64_t{kElementwiseThreads} * U), blocks_per_sm, 4);
+    strided_kernel<Op, Out, In, K, Index><<<grid, kElementwiseThreads, 0, stream>>>(
+        args, op, OffsetCalc<K + 1, Index>(layout), numel);
+    check_launch("strided elementwise kernel");
+  });
+}
+
+}  // namespace oprt::nvidia
+
+#endif

@@ -1,0 +1,475 @@
+// reduce_sum on NVIDIA GPUs. The plan (reduce_sum_plan.h) splits src's dims
+// into kept dims (one output each) and reduced dims. Variants:
+//   rows      the reduced elements of an output are contiguous runs: a group
+//             of TPR threads per output (TPR from the run length: 1 thread
+//             for tiny rows up to 1024 for long ones), 16-byte vectors, a
+//             scalar head per run that aligns them, 4 vectors in flight
+//   columns   the outputs are contiguous in src (a sum over a non-last dim):
+//             threads along the outputs with vectors, the reduced dim spread
+//             over the block's other axis and combined in shared memory
+//   strided   neither: the rows kernel with scalar strided loads
+//   zeros     nothing to reduce: out = 0;   empty: no outputs
+// With too few outputs to fill the GPU, each output's range is split over
+// several blocks ("_split"): partial sums go to the workspace and a second
+// kernel adds them in a fixed order. No atomics anywhere, so a given input
+// gives bitwise the same output on every run.
+#include "reduce_sum_nvidia.h"
+
+#include <algorithm>
+
+#include "../../common/descriptor.h"
+#include "../../common/nvidia/cuda_types.cuh"
+#include "../../common/nvidia/group_reduce.cuh"
+#include "../../common/nvidia/launch.cuh"
+#include "../../common/nvidia/offset_calc.cuh"
+#include "../reduce_sum_plan.h"
+
+namespace oprt::nvidia {
+namespace {
+
+constexpr int kUnroll = 4;          // vectors in flight per thread
+constexpr int kColumnsThreads = 256;
+
+enum class Kind { kEmpty, kZeros, kRows, kColumns };
+
+struct ReduceSumNvidia : oprt_descriptor {
+  static constexpr const char* kName = "reduce_sum/nvidia";
+  ReduceSumNvidia() : oprt_descriptor(descriptor_tag(kName)) {}
+  Kind kind = Kind::kRows;
+  int32_t dtype = 0;
+  StridedLayout<2> kept;         // operand 0 = out, 1 = src
+  StridedLayout<1> run_outer;    // rows: the reduced dims outside the innermost (src strides)
+  StridedLayout<1> reduced;      // columns: every reduced dim (src strides)
+  int64_t rows = 0;              // outputs
+  int64_t runs = 1, run_length = 0, run_stride = 1;
+  int tpr = 1;                   // rows: threads per output
+  int tx = 32, ty = 8;           // columns: block shape
+  int64_t columns = 0, col_tiles = 0, planes = 0, reduced_numel = 0;
+  int64_t splits = 1, split_len = 0;
+};
+
+// ---- rows -------------------------------------------------------------------
+struct RowsArgs {
+  int64_t rows, runs, run_length, run_stride, splits, split_len;
+  float* partials;  // splits > 1: one float per (row, split)
+};
+
+// Sums p[e0..e1) (stride 1) or p[(e0..e1) * stride] across the group's lanes.
+template <class T, int TPR>
+__device__ __forceinline__ float sum_run(const T* p, int64_t e0, int64_t e1, int64_t stride, int lane) {
+  constexpr int VEC = kVec16<T>;
+  float acc = 0.0f;
+  if (stride != 1) {
+    for (int64_t e = e0 + lane; e < e1; e += TPR) acc += to_float(p[e * stride]);
+    return acc;
+  }
+  const int64_t head = min(e1 - e0, elements_to_alignment(p + e0));
+  const int64_t a = e0 + head;
+  const int64_t vectors = (e1 - a) / VEC;
+  const int64_t tail = a + vectors * VEC;
+  for (int64_t e = e0 + lane; e < a; e += TPR) acc += to_float(p[e]);
+  for (int64_t e = tail + lane; e < e1; e += TPR) acc += to_float(p[e]);
+  const T* body = p + a;
+  for (int64_t v = lane; v < vectors; v += int64_t{TPR} * kUnroll) {
+    float x[kUnroll][VEC];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (v + int64_t{u} * TPR < vectors) load_floats<VEC>(body + (v + int64_t{u} * TPR) * VEC, x[u]);
+      else
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) x[u][e] = 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) acc += x[u][e];
+  }
+  return acc;
+}
+
+template <class T, int TPR, class Index>
+__global__ void reduce_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, OffsetCalc<1, Index> run_outer,
+                                   RowsArgs args) {
+  __shared__ float slots[kMaxWarps];
+  const int groups = blockDim.x / TPR, group = threadIdx.x / TPR, lane = threadIdx.x % TPR;
+  const int64_t tasks = args.rows * args.splits;
+  // The loop bound is the same for the whole block: group_allreduce may sync.
+  for (int64_t base = int64_t{blockIdx.x} * groups; base < tasks; base += int64_t{gridDim.x} * groups) {
+    const int64_t task = base + group;
+    float acc = 0.0f;
+    int64_t offsets[2] = {0, 0};
+    if (task < tasks) {
+      const int64_t row = task / args.splits, split = task - row * args.splits;
+      kept.get(static_cast<Index>(row), offsets);
+      const T* row_src = src + offsets[1];
+      if (args.runs == 1) {
+        const int64_t e0 = split * args.split_len;
+        acc = sum_run<T, TPR>(row_src, e0, min(args.run_length, e0 + args.split_len), args.run_stride, lane);
+      } else {
+        const int64_t r0 = split * args.split_len, r1 = min(args.runs, r0 + args.split_len);
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t run[1];
+          run_outer.get(static_cast<Index>(r), run);
+          acc += sum_run<T, TPR>(row_src + run[0], 0, args.run_length, args.run_stride, lane);
+        }
+      }
+    }
+    acc = group_allreduce<TPR>(acc, SumOp{}, slots);
+    if (task < tasks && lane == 0) {
+      if (args.splits == 1) out[offsets[0]] = from_float<T>(acc);
+      else args.partials[task] = acc;
+    }
+  }
+}
+
+// out[row] = sum of its `splits` partials, in order: a warp per row.
+template <class T, class Index>
+__global__ void finish_rows_kernel(T* out, const float* partials, OffsetCalc<2, Index> kept, int64_t rows,
+                                   int64_t splits) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t{gridDim.x} * blockDim.x / 32;
+  for (int64_t row = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; row < rows; row += warps) {
+    float acc = 0.0f;
+    for (int64_t j = lane; j < splits; j += 32) acc += partials[row * splits + j];
+    acc = group_allreduce<32>(acc, SumOp{}, nullptr);
+    if (lane == 0) {
+      int64_t offsets[2];
+      kept.get(static_cast<Index>(row), offsets);
+      out[offsets[0]] = from_float<T>(acc);
+    }
+  }
+}
+
+// ---- columns ----------------------------------------------------------------
+struct ColumnsArgs {
+  int64_t columns, col_tiles, planes, reduced, splits, split_len;
+  int64_t out_stride;  // out's stride along the columns
+  int64_t reduced_stride;  // src stride of the reduced index when it is one dim (else 0: use the calc)
+  bool vectors_ok;     // every row of every tile is 16-byte aligned
+  float* partials;     // splits > 1: [tile][split][tx * VEC]
+};
+
+template <class T, class Index>
+__global__ void __launch_bounds__(kColumnsThreads)
+reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetCalc<1, Index> reduced,
+                      ColumnsArgs args) {
+  constexpr int VEC = kVec16<T>;
+  __shared__ float partial[kColumnsThreads * VEC];
+  const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
+  const int64_t width = int64_t{TX} * VEC;  // columns per tile
+  const int64_t tasks = args.planes * args.col_tiles * args.splits;
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const int64_t tile_task = task / args.splits, split = task - tile_task * args.splits;
+    const int64_t plane = tile_task / args.col_tiles, tile = tile_task - plane * args.col_tiles;
+    int64_t offsets[2];
+    planes.get(static_cast<Index>(plane), offsets);
+    const int64_t col0 = tile * width + int64_t{tx} * VEC;
+    const T* base = src + offsets[1] + col0;
+    const bool full = args.vectors_ok && col0 + VEC <= args.columns;
+    float acc[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) acc[e] = 0.0f;
+    const int64_t r0 = split * args.split_len, r1 = min(args.reduced, r0 + args.split_len);
+    auto row_offset = [&](int64_t r) {
+      if (args.reduced_stride != 0) return r * args.reduced_stride;
+      int64_t o[1];
+      reduced.get(static_cast<Index>(r), o);
+      return o[0];
+    };
+    for (int64_t r = r0 + ty; r < r1; r += int64_t{TY} * kUnroll) {
+      float x[kUnroll][VEC];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t ru = r + int64_t{u} * TY;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) x[u][e] = 0.0f;
+        if (ru >= r1 || col0 >= args.columns) continue;
+        const T* p = base + row_offset(ru);
+        if (full) {
+          load_floats<VEC>(p, x[u]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e)
+            if (col0 + e < args.columns) x[u][e] = to_float(p[e]);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[e] += x[u][e];
+    }
+    // Combine the TY partial sums of each column in a fixed order.
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) partial[(ty * TX + tx) * VEC + e] = acc[e];
+    __syncthreads();
+    if (ty == 0) {
+      for (int y = 1; y < TY; ++y)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[e] += partial[(y * TX + tx) * VEC + e];
+      if (args.splits > 1) {
+        float* slot = args.partials + (tile_task * args.splits + split) * width + int64_t{tx} * VEC;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) slot[e] = acc[e];
+      } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+          if (col0 + e < args.columns) out[offsets[0] + (col0 + e) * args.out_stride] = from_float<T>(acc[e]);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// Adds each column's `splits` partials in order: a thread per output.
+template <class T, class Index>
+__global__ void finish_columns_kernel(T* out, const float* partials, OffsetCalc<2, Index> planes, ColumnsArgs args,
+                                      int64_t width) {
+  const int64_t outputs = args.planes * args.columns;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < outputs; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t plane = i / args.columns, c = i - plane * args.columns;
+    const int64_t tile = c / width, within = c - tile * width;
+    const float* p = partials + ((plane * args.col_tiles + tile) * args.splits) * width + within;
+    float acc = 0.0f;
+    for (int64_t j = 0; j < args.splits; ++j) acc += p[j * width];
+    int64_t offsets[2];
+    planes.get(static_cast<Index>(plane), offsets);
+    out[offsets[0] + c * args.out_stride] = from_float<T>(acc);
+  }
+}
+
+// ---- zeros ------------------------------------------------------------------
+template <class T, class Index>
+__global__ void zeros_kernel(T* out, OffsetCalc<2, Index> kept, int64_t count) {
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t offsets[2];
+    kept.get(static_cast<Index>(i), offsets);
+    out[offsets[0]] = from_float<T>(0.0f);
+  }
+}
+
+// ---- planning -----------------------------------------------------------------
+int64_t floor_pow2(int64_t x) {
+  int64_t p = 1;
+  while (p * 2 <= x) p *= 2;
+  return p;
+}
+
+StridedLayout<1> src_dims(const StridedLayout<2>& reduced, int count) {  // the first `count` dims, src strides
+  StridedLayout<1> l;
+  for (int d = 0; d < count; ++d) {
+    const int64_t strides[1] = {reduced.strides[0][d]};
+    l.push_dim(reduced.shape[d], strides);
+  }
+  return l;
+}
+
+// Threads that can be resident at once: the grid the split aims to fill.
+int64_t resident_threads() { return int64_t{current_device_info().sm_count} * 2048; }
+
+ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src, const int32_t* dims,
+                        int32_t num_dims, int32_t keepdim) {
+  ReduceSumProblem p = plan_reduce_sum(out, src, dims, num_dims, keepdim);
+  require_nvidia_dtype(p.src, "src");
+  auto* d = new ReduceSumNvidia;
+  d->dtype = p.src.dtype;
+  d->kept = p.layout.kept;
+  d->rows = p.layout.kept_numel();
+  d->reduced_numel = p.layout.reduced_numel();
+  const StridedLayout<2>& reduced = p.layout.reduced;
+  const int element_size = p.src.element_size();
+  const int vec = 16 / element_size;
+  if (d->rows == 0) {
+    d->kind = Kind::kEmpty;
+    d->variant = "empty";
+    return d;
+  }
+  if (d->reduced_numel == 0) {
+    d->kind = Kind::kZeros;
+    d->variant = "zeros";
+    return d;
+  }
+  const StridedLayout<2>& kept = d->kept;
+  const bool rows_contiguous = reduced.inner_stride(0) == 1;
+  if (!rows_contiguous && kept.inner_stride(1) == 1 && kept.inner_size() > 1) {
+    // columns: tile = TX threads x VEC columns; TY threads down the reduced dims.
+    d->kind = Kind::kColumns;
+    d->variant = "columns";
+    d->columns = kept.inner_size();
+    d->tx = static_cast<int>(std::min<int64_t>(32, floor_pow2(ceil_div(d->columns, vec) * 2 - 1)));
+    d->ty = kColumnsThreads / d->tx;
+    d->col_tiles = ceil_div(d->columns, int64_t{d->tx} * vec);
+    d->planes = d->rows / d->columns;
+    d->reduced = src_dims(reduced, reduced.ndim);
+    const int64_t tiles = d->planes * d->col_tiles;
+    const int64_t target_blocks = resident_threads() / kColumnsThreads * 2;
+    const int64_t min_rows_per_split = int64_t{d->ty} * kUnroll * 4;
+    const int64_t max_splits = std::max<int64_t>(1, d->reduced_numel / min_rows_per_split);
+    d->splits = std::min(max_splits, ceil_div(target_blocks, tiles));
+    d->split_len = ceil_div(d->reduced_numel, d->splits);
+    d->splits = ceil_div(d->reduced_numel, d->split_len);
+    if (d->splits > 1) {
+      d->variant += "_split";
+      d->workspace_bytes = static_cast<size_t>(tiles * d->splits * d->tx * vec) * sizeof(float);
+    }
+    return d;
+  }
+  // rows (or strided): runs along the innermost reduced dim.
+  d->kind = Kind::kRows;
+  d->variant = rows_contiguous ? "rows" : "strided";
+  d->run_length = reduced.inner_size();
+  d->run_stride = reduced.inner_stride(0);
+  d->run_outer = src_dims(reduced, reduced.ndim - 1);
+  d->runs = d->run_outer.numel();
+  const int64_t per_run = rows_contiguous ? d->run_length / vec : d->run_length;  // loads per run
+  d->tpr = static_cast<int>(std::clamp<int64_t>(floor_pow2(std::max<int64_t>(1, per_run / kUnroll)), 1, 1024));
+  // Split when the outputs cannot fill the GPU and each piece still gets
+  // at least two rounds of loads per thread.
+  const int64_t want = ceil_div(resident_threads() * 2, d->rows * d->tpr);
+  if (want > 1) {
+    const int64_t units = d->runs == 1 ? d->run_length : d->runs;
+    const int64_t min_unit = d->runs == 1 ? int64_t{d->tpr} * (rows_contiguous ? vec : 1) * kUnroll * 2 : 1;
+    d->splits = std::max<int64_t>(1, std::min(want, units / min_unit));
+    d->split_len = ceil_div(units, d->splits);
+    if (d->runs == 1 && rows_contiguous) d->split_len = ceil_div(d->split_len, vec) * vec;
+    d->splits = ceil_div(units, d->split_len);
+  }
+  if (d->splits <= 1) {
+    d->splits = 1;
+    d->split_len = d->runs == 1 ? d->run_length : d->runs;
+  } else {
+    d->variant += "_split";
+    d->workspace_bytes = static_cast<size_t>(d->rows * d->splits) * sizeof(float);
+  }
+  return d;
+}
+
+// ---- launch -------------------------------------------------------------------
+template <class T, int TPR, class Index>
+void launch_rows_tpr(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
+  const int block = TPR > 256 ? TPR : 256;
+  const int groups = block / TPR;
+  const RowsArgs args{d.rows, d.runs, d.run_length, d.run_stride, d.splits, d.split_len, partials};
+  const unsigned grid = grid_for(ceil_div(d.rows * d.splits, groups), 2048 / block, 2);
+  reduce_rows_kernel<T, TPR, Index><<<grid, block, 0, stream>>>(out, src, OffsetCalc<2, Index>(d.kept),
+                                                                 OffsetCalc<1, Index>(d.run_outer), args);
+  check_launch("reduce_rows_kernel");
+  if (d.splits > 1) {
+    finish_rows_kernel<T, Index><<<grid_for(ceil_div(d.rows, 8), 8, 1), 256, 0, stream>>>(
+        out, partials, OffsetCalc<2, Index>(d.kept), d.rows, d.splits);
+    check_launch("finish_rows_kernel");
+  }
+}
+
+template <class T, class Index>
+void launch_rows(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
+  switch (d.tpr) {
+    case 1: return launch_rows_tpr<T, 1, Index>(d, out, src, partials, stream);
+    case 2: return launch_rows_tpr<T, 2, Index>(d, out, src, partials, stream);
+    case 4: return launch_rows_tpr<T, 4, Index>(d, out, src, partials, stream);
+    case 8: return launch_rows_tpr<T, 8, Index>(d, out, src, partials, stream);
+    case 16: return launch_rows_tpr<T, 16, Index>(d, out, src, partials, stream);
+    case 32: return launch_rows_tpr<T, 32, Index>(d, out, src, partials, stream);
+    case 64: return launch_rows_tpr<T, 64, Index>(d, out, src, partials, stream);
+    case 128: return launch_rows_tpr<T, 128, Index>(d, out, src, partials, stream);
+    case 256: return launch_rows_tpr<T, 256, Index>(d, out, src, partials, stream);
+    case 512: return launch_rows_tpr<T, 512, Index>(d, out, src, partials, stream);
+    default: return launch_rows_tpr<T, 1024, Index>(d, out, src, partials, stream);
+  }
+}
+
+template <class T, class Index>
+void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
+  constexpr int VEC = kVec16<T>;
+  const StridedLayout<2> planes_layout = [&] {  // kept without its innermost (column) dim
+    StridedLayout<2> l;
+    for (int k = 0; k + 1 < d.kept.ndim; ++k) {
+      const int64_t strides[2] = {d.kept.strides[0][k], d.kept.strides[1][k]};
+      l.push_dim(d.kept.shape[k], strides);
+    }
+    return l;
+  }();
+  ColumnsArgs args{};
+  args.columns = d.columns;
+  args.col_tiles = d.col_tiles;
+  args.planes = d.planes;
+  args.reduced = d.reduced_numel;
+  args.splits = d.splits;
+  args.split_len = d.split_len;
+  args.out_stride = d.kept.inner_stride(0);
+  args.reduced_stride = d.reduced.ndim == 1 ? d.reduced.strides[0][0] : 0;
+  // Vectors need 16-byte aligned rows everywhere: the base, every reduced
+  // and plane stride (column tiles start at multiples of VEC).
+  bool aligned = (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+  for (int k = 0; k < d.reduced.ndim; ++k) aligned &= (d.reduced.strides[0][k] * sizeof(T)) % 16 == 0;
+  for (int k = 0; k < planes_layout.ndim; ++k) aligned &= (planes_layout.strides[1][k] * sizeof(T)) % 16 == 0;
+  args.vectors_ok = aligned;
+  args.partials = partials;
+  const int64_t tasks = d.planes * d.col_tiles * d.splits;
+  const dim3 block(d.tx, d.ty);
+  reduce_columns_kernel<T, Index><<<grid_for(tasks, 2048 / kColumnsThreads, 2), block, 0, stream>>>(
+      out, src, OffsetCalc<2, Index>(planes_layout), OffsetCalc<1, Index>(d.reduced), args);
+  check_launch("reduce_columns_kernel");
+  if (d.splits > 1) {
+    finish_columns_kernel<T, Index><<<grid_for(ceil_div(d.rows, 256), 8, 2), 256, 0, stream>>>(
+        out, partials, OffsetCalc<2, Index>(planes_layout), args, int64_t{d.tx} * VEC);
+    check_launch("finish_columns_kernel");
+  }
+}
+
+void execute(const ReduceSumNvidia& d, void* workspace, void* out, const void* src, cudaStream_t stream) {
+  require_data(out, "out", d.rows);
+  require_data(src, "src", d.rows * d.reduced_numel);
+  if (d.kind == Kind::kEmpty) return;
+  StreamDeviceGuard device(stream);
+  auto* partials = static_cast<float*>(workspace);
+  const int64_t largest = std::max({d.rows * d.reduced_numel, d.rows, d.runs});
+  dispatch_dtype(d.dtype, [&](auto type) {
+    using T = decltype(type);
+    dispatch_index(largest, [&](auto index) {
+      using Index = decltype(index);
+      T* o = static_cast<T*>(out);
+      const T* s = static_cast<const T*>(src);
+      if (d.kind == Kind::kZeros) {
+        zeros_kernel<T, Index><<<grid_for(ceil_div(d.rows, 256), 8, 2), 256, 0, stream>>>(
+            o, OffsetCalc<2, Index>(d.kept), d.rows);
+        check_launch("zeros_kernel");
+      } else if (d.kind == Kind::kColumns) {
+        launch_columns<T, Index>(d, o, s, partials, stream);
+      } else {
+        launch_rows<T, Index>(d, o, s, partials, stream);
+      }
+    });
+  });
+}
+
+}  // namespace
+}  // namespace oprt::nvidia
+
+using oprt::nvidia::ReduceSumNvidia;
+
+extern "C" {
+
+oprt_status_t oprt_create_reduce_sum_descriptor_nvidia(oprt_descriptor_t* desc, const oprt_tensor_view_t* out,
+                                                       const oprt_tensor_view_t* src, const int32_t* dims,
+                                                       int32_t num_dims, int32_t keepdim) {
+  return oprt::create_descriptor<ReduceSumNvidia>(
+      __func__, desc, [&] { return oprt::nvidia::create(out, src, dims, num_dims, keepdim); });
+}
+
+oprt_status_t oprt_get_reduce_sum_workspace_size_nvidia(oprt_descriptor_t desc, size_t* workspace_bytes) {
+  return oprt::get_workspace_size<ReduceSumNvidia>(__func__, desc, workspace_bytes);
+}
+
+oprt_status_t oprt_execute_reduce_sum_nvidia(oprt_descriptor_t desc, void* workspace, size_t workspace_bytes,
+                                             void* out, const void* src, void* stream) {
+  return oprt::execute_descriptor<ReduceSumNvidia>(
+      __func__, desc, workspace, workspace_bytes, [&](const ReduceSumNvidia& d) {
+        oprt::nvidia::execute(d, workspace, out, src, static_cast<cudaStream_t>(stream));
+      });
+}
+
+oprt_status_t oprt_destroy_reduce_sum_descriptor_nvidia(oprt_descriptor_t desc) {
+  return oprt::destroy_descriptor<ReduceSumNvidia>(__func__, desc);
+}
+
+}  // extern "C"

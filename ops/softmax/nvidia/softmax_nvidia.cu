@@ -1,0 +1,523 @@
+// softmax on NVIDIA GPUs, computed in float, rounded once on store. The
+// plan (softmax_plan.h) gives the softmax dim (length, strides) and the other
+// dims coalesced ("rows"). Variants:
+//   rows_warp / rows_block  src contiguous along the dim and the row fits in
+//            registers (up to 32K elements): a group of threads per row (a
+//            few lanes of a warp, or a whole block) reads the row once, keeps
+//            it in registers through max, sum and scale, writes it once
+//   rows_split  longer rows: pass 1 computes (max, sum) per chunk into the
+//            workspace, pass 2 merges a row's chunks and writes the chunk
+//   columns  the dim is not the contiguous one (e.g. dim 0): threads along
+//            the contiguous dim, an online (max, sum) per column down the
+//            softmax dim, split over blocks through the workspace
+//   strided  the columns kernels with scalar loads, for any other layout
+// Special values follow torch: a row holding NaN or +inf, or all -inf, is NaN.
+#include "softmax_nvidia.h"
+
+#include <algorithm>
+
+#include "../../common/descriptor.h"
+#include "../../common/nvidia/cuda_types.cuh"
+#include "../../common/nvidia/group_reduce.cuh"
+#include "../../common/nvidia/launch.cuh"
+#include "../../common/nvidia/offset_calc.cuh"
+#include "../softmax_plan.h"
+
+namespace oprt::nvidia {
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+__device__ __forceinline__ float exp_minus(float x, float m) { return exp2f((x - m) * kLog2e); }
+
+// Running (max, sum of exp(x - max)). An element of -inf adds 0 even while
+// the max is still -inf, so leading -infs do not poison the sum with NaN.
+struct Stats {
+  float m, s;
+};
+__device__ __forceinline__ float rescale(float s, float m_old, float m_new) {
+  return s == 0.0f ? 0.0f : s * exp_minus(m_old, m_new);
+}
+__device__ __forceinline__ float exp_or_zero(float x, float m) { return x == -INFINITY ? 0.0f : exp_minus(x, m); }
+__device__ __forceinline__ Stats merge(Stats a, Stats b) {
+  const float m = fmaxf(a.m, b.m);
+  return {m, rescale(a.s, a.m, m) + rescale(b.s, b.m, m)};
+}
+template <int N>
+__device__ __forceinline__ void update(Stats& st, const float (&x)[N]) {
+  float m = st.m;
+#pragma unroll
+  for (int e = 0; e < N; ++e) m = fmaxf(m, x[e]);
+  float s = rescale(st.s, st.m, m);
+#pragma unroll
+  for (int e = 0; e < N; ++e) s += exp_or_zero(x[e], m);
+  st = {m, s};
+}
+__device__ __forceinline__ Stats warp_merge(Stats v) {
+#pragma unroll
+  for (int mask = 16; mask >= 1; mask /= 2)
+    v = merge(v, Stats{__shfl_xor_sync(0xffffffffu, v.m, mask), __shfl_xor_sync(0xffffffffu, v.s, mask)});
+  return v;
+}
+// Whole-block merge in a fixed order; every thread gets the result.
+__device__ __forceinline__ Stats block_merge(Stats v, Stats* slots) {
+  v = warp_merge(v);
+  const int warps = blockDim.x / 32;
+  if (threadIdx.x % 32 == 0) slots[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = slots[0];
+  for (int w = 1; w < warps; ++w) v = merge(v, slots[w]);
+  __syncthreads();
+  return v;
+}
+
+template <class T>
+__device__ __forceinline__ bool aligned16(const T* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
+
+// ---- rows in registers ----------------------------------------------------------
+// G threads per row (G = 0: the whole block). Thread `lane` holds vector
+// slots lane, lane + G, ...; slot k covers row elements k*VEC - shift ..,
+// where shift (when enabled) moves the slots onto 16-byte boundaries.
+template <class T, int G, int NV, class Index>
+__global__ void __launch_bounds__(G ? 256 : 1024)
+softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nrows, int64_t length,
+                    int64_t out_stride, bool shift) {
+  constexpr int VEC = kVec16<T>;
+  __shared__ float slots[kMaxWarps];
+  const int tpr = G ? G : blockDim.x;
+  const int groups = blockDim.x / tpr, group = threadIdx.x / tpr, lane = threadIdx.x % tpr;
+  for (int64_t base = int64_t{blockIdx.x} * groups; base < nrows; base += int64_t{gridDim.x} * groups) {
+    const int64_t row = base + group;
+    const bool valid = row < nrows;
+    int64_t offsets[2] = {0, 0};
+    if (valid) rows.get(static_cast<Index>(row), offsets);
+    const T* p = src + offsets[1];
+    T* q = out + offsets[0];
+    const int64_t hs = (valid && shift) ? (reinterpret_cast<uintptr_t>(p) & 15) / sizeof(T) : 0;
+    float x[NV][VEC];
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      const int64_t v0 = (int64_t{j} * tpr + lane) * VEC - hs;
+      if (valid && v0 >= 0 && v0 + VEC <= length && aligned16(p + v0)) {
+        load_floats<VEC>(p + v0, x[j]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+          x[j][e] = valid && v0 + e >= 0 && v0 + e < length ? to_float(p[v0 + e]) : -INFINITY;
+      }
+    }
+    float m = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < NV; ++j)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) m = fmaxf(m, x[j][e]);
+    m = G ? group_allreduce<(G ? G : 1)>(m, MaxOp{}, slots) : block_allreduce(m, MaxOp{}, slots);
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NV; ++j)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        x[j][e] = exp_minus(x[j][e], m);  // padding (-inf) gives 0
+        s += x[j][e];
+      }
+    s = G ? group_allreduce<(G ? G : 1)>(s, SumOp{}, slots) : block_allreduce(s, SumOp{}, slots);
+    const float r = 1.0f / s;
+    if (!valid) continue;
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      const int64_t v0 = (int64_t{j} * tpr + lane) * VEC - hs;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) x[j][e] *= r;
+      if (v0 >= 0 && v0 + VEC <= length && out_stride == 1 && aligned16(q + v0)) {
+        store_floats<VEC>(q + v0, x[j]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+          if (v0 + e >= 0 && v0 + e < length) q[(v0 + e) * out_stride] = from_float<T>(x[j][e]);
+      }
+    }
+  }
+}
+
+// ---- long rows, split over blocks -------------------------------------------------
+struct SplitArgs {
+  int64_t nrows, length, out_stride, splits, chunk;
+  Stats* partials;  // [row][split]
+};
+
+// Visits row elements [c0, c1) of p as aligned vectors plus scalar ends.
+template <class T, class Vector, class Scalar>
+__device__ __forceinline__ void visit_chunk(const T* p, int64_t c0, int64_t c1, Vector&& vector, Scalar&& scalar) {
+  constexpr int VEC = kVec16<T>;
+  const int64_t head = min(c1 - c0, static_cast<int64_t>(((16 - (reinterpret_cast<uintptr_t>(p + c0) & 15)) & 15) / sizeof(T)));
+  const int64_t a = c0 + head, vectors = (c1 - a) / VEC, tail = a + vectors * VEC;
+  for (int64_t i = c0 + threadIdx.x; i < a; i += blockDim.x) scalar(i);
+  for (int64_t i = tail + threadIdx.x; i < c1; i += blockDim.x) scalar(i);
+  for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x) vector(a + v * VEC);
+}
+
+template <class T, class Index>
+__global__ void __launch_bounds__(256)
+softmax_split_stats_kernel(const T* src, OffsetCalc<2, Index> rows, SplitArgs args) {
+  constexpr int VEC = kVec16<T>;
+  __shared__ Stats slots[kMaxWarps];
+  const int64_t tasks = args.nrows * args.splits;
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const int64_t row = task / args.splits, split = task - row * args.splits;
+    int64_t offsets[2];
+    rows.get(static_cast<Index>(row), offsets);
+    const T* p = src + offsets[1];
+    const int64_t c0 = split * args.chunk, c1 = min(args.length, c0 + args.chunk);
+    Stats st{-INFINITY, 0.0f};
+    visit_chunk(
+        p, c0, c1,
+        [&](int64_t i) {
+          float x[VEC];
+          load_floats<VEC>(p + i, x);
+          update(st, x);
+        },
+        [&](int64_t i) {
+          const float x[1] = {to_float(p[i])};
+          update(st, x);
+        });
+    st = block_merge(st, slots);
+    if (threadIdx.x == 0) args.partials[task] = st;
+  }
+}
+
+template <class T, class Index>
+__global__ void __launch_bounds__(256)
+softmax_split_write_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args) {
+  constexpr int VEC = kVec16<T>;
+  const int64_t tasks = args.nrows * args.splits;
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const int64_t row = task / args.splits, split = task - row * args.splits;
+    Stats st = args.partials[row * args.splits];
+    for (int64_t j = 1; j < args.splits; ++j) st = merge(st, args.partials[row * args.splits + j]);
+    const float m = st.m, r = 1.0f / st.s;
+    int64_t offsets[2];
+    rows.get(static_cast<Index>(row), offsets);
+    const T* p = src + offsets[1];
+    T* q = out + offsets[0];
+    const int64_t c0 = split * args.chunk, c1 = min(args.length, c0 + args.chunk);
+    visit_chunk(
+        p, c0, c1,
+        [&](int64_t i) {
+          float x[VEC];
+          load_floats<VEC>(p + i, x);
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m) * r;
+          if (args.out_stride == 1 && aligned16(q + i)) {
+            store_floats<VEC>(q + i, x);
+          } else {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) q[(i + e) * args.out_stride] = from_float<T>(x[e]);
+          }
+        },
+        [&](int64_t i) { q[i * args.out_stride] = from_float<T>(exp_minus(to_float(p[i]), m) * r); });
+  }
+}
+
+// ---- columns: the softmax dim is not the contiguous one ---------------------------
+// Tiles of TX*VEC columns; TY threads walk the softmax dim. Pass 1 writes
+// per-(tile, split) column stats, pass 2 merges a column's splits and writes.
+constexpr int kColumnsThreads = 256;
+
+struct ColumnsArgs {
+  int64_t columns, col_tiles, planes, length, splits, split_len;
+  int64_t src_col_stride, out_col_stride;  // along the columns
+  int64_t src_stride, out_stride;          // along the softmax dim
+  Stats* partials;                         // [plane * col_tiles + tile][split][TX * VEC]
+};
+
+template <class T>
+__device__ __forceinline__ void load_columns(const T* p, int64_t col0, const ColumnsArgs& a, float (&x)[kVec16<T>]) {
+  constexpr int VEC = kVec16<T>;
+  if (a.src_col_stride == 1 && col0 + VEC <= a.columns && aligned16(p)) {
+    load_floats<VEC>(p, x);
+  } else {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) x[e] = col0 + e < a.columns ? to_float(p[e * a.src_col_stride]) : -INFINITY;
+  }
+}
+
+template <class T, class Index>
+__global__ void __launch_bounds__(kColumnsThreads)
+softmax_columns_stats_kernel(const T* src, OffsetCalc<2, Index> planes, ColumnsArgs args) {
+  constexpr int VEC = kVec16<T>;
+  __shared__ Stats part[kColumnsThreads * VEC];
+  const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
+  const int64_t width = int64_t{TX} * VEC;
+  const int64_t tasks = args.planes * args.col_tiles * args.splits;
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const int64_t tile_task = task / args.splits, split = task - tile_task * args.splits;
+    const int64_t plane = tile_task / args.col_tiles, tile = tile_task - plane * args.col_tiles;
+    int64_t offsets[2];
+    planes.get(static_cast<Index>(plane), offsets);
+    const int64_t col0 = tile * width + int64_t{tx} * VEC;
+    const T* base = src + offsets[1] + col0 * args.src_col_stride;
+    Stats st[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) st[e] = {-INFINITY, 0.0f};
+    const int64_t l1 = min(args.length, (split + 1) * args.split_len);
+    if (col0 < args.columns) {
+      for (int64_t l = split * args.split_len + ty; l < l1; l += TY) {
+        float x[VEC];
+        load_columns(base + l * args.src_stride, col0, args, x);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+          const float one[1] = {x[e]};
+          update(st[e], one);
+        }
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) part[(ty * TX + tx) * VEC + e] = st[e];
+    __syncthreads();
+    if (ty == 0) {
+      for (int y = 1; y < TY; ++y)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) st[e] = merge(st[e], part[(y * TX + tx) * VEC + e]);
+      Stats* slot = args.partials + (tile_task * args.splits + split) * width + int64_t{tx} * VEC;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) slot[e] = st[e];
+    }
+    __syncthreads();
+  }
+}
+
+template <class T, class Index>
+__global__ void __launch_bounds__(kColumnsThreads)
+softmax_columns_write_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, ColumnsArgs args) {
+  constexpr int VEC = kVec16<T>;
+  const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
+  const int64_t width = int64_t{TX} * VEC;
+  const int64_t tasks = args.planes * args.col_tiles * args.splits;
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const int64_t tile_task = task / args.splits, split = task - tile_task * args.splits;
+    const int64_t plane = tile_task / args.col_tiles, tile = tile_task - plane * args.col_tiles;
+    const int64_t col0 = tile * width + int64_t{tx} * VEC;
+    if (col0 >= args.columns) continue;
+    const Stats* stats = args.partials + tile_task * args.splits * width + int64_t{tx} * VEC;
+    float m[VEC], r[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+      Stats st = stats[e];
+      for (int64_t j = 1; j < args.splits; ++j) st = merge(st, stats[j * width + e]);
+      m[e] = st.m;
+      r[e] = 1.0f / st.s;
+    }
+    int64_t offsets[2];
+    planes.get(static_cast<Index>(plane), offsets);
+    const T* in = src + offsets[1] + col0 * args.src_col_stride;
+    T* o = out + offsets[0] + col0 * args.out_col_stride;
+    const int64_t l1 = min(args.length, (split + 1) * args.split_len);
+    for (int64_t l = split * args.split_len + ty; l < l1; l += TY) {
+      float x[VEC];
+      load_columns(in + l * args.src_stride, col0, args, x);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m[e]) * r[e];
+      T* dst = o + l * args.out_stride;
+      if (args.out_col_stride == 1 && col0 + VEC <= args.columns && aligned16(dst)) {
+        store_floats<VEC>(dst, x);
+      } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+          if (col0 + e < args.columns) dst[e * args.out_col_stride] = from_float<T>(x[e]);
+      }
+    }
+  }
+}
+
+// ---- planning ----------------------------------------------------------------------
+enum class Kind { kEmpty, kRows, kSplit, kColumns };
+
+struct SoftmaxNvidia : oprt_descriptor {
+  static constexpr const char* kName = "softmax/nvidia";
+  SoftmaxNvidia() : oprt_descriptor(descriptor_tag(kName)) {}
+  Kind kind = Kind::kRows;
+  int32_t dtype = 0;
+  int64_t length = 1, src_stride = 1, out_stride = 1, nrows = 0;
+  StridedLayout<2> rows;    // rows / split: every other dim; columns: the planes
+  int group = 0;            // rows: threads per row (<= 32), or 0 with `block` threads per row
+  int block = 256;
+  bool shift = false;       // rows: rows start at varying alignment
+  int64_t splits = 1, chunk = 0;
+  int tx = 32, ty = 8;      // columns
+  int64_t columns = 1, col_tiles = 1, planes = 1, src_col_stride = 1, out_col_stride = 1;
+};
+
+constexpr int kRowElementsPerThread = 32;  // floats kept in registers per thread
+
+int64_t ceil_pow2(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src, int32_t dim) {
+  SoftmaxProblem p = plan_softmax(out, src, dim);
+  require_nvidia_dtype(p.src, "src");
+  auto* d = new SoftmaxNvidia;
+  d->dtype = p.src.dtype;
+  d->length = p.length;
+  d->src_stride = p.length == 1 ? 1 : p.src_stride;
+  d->out_stride = p.length == 1 ? 1 : p.out_stride;
+  d->rows = p.rows;
+  d->nrows = p.rows.numel();
+  if (p.src.numel == 0) {
+    d->kind = Kind::kEmpty;
+    d->variant = "empty";
+    return d;
+  }
+  const int element_size = p.src.element_size();
+  const int vec = 16 / element_size;
+  const int64_t sms = current_device_info().sm_count;
+  if (d->src_stride == 1) {
+    // Rows start 16-byte aligned (given an aligned base) when every row stride is a multiple of 16 bytes.
+    bool aligned_rows = true;
+    for (int k = 0; k < 2; ++k)
+      for (int dd = 0; dd < p.rows.ndim; ++dd) aligned_rows &= (p.rows.strides[k][dd] * element_size) % 16 == 0;
+    d->shift = !aligned_rows;
+    const int64_t slots = ceil_div(d->length + (d->shift ? vec - 1 : 0), vec);
+    const int64_t nv = kRowElementsPerThread / vec;
+    const int64_t threads = ceil_div(slots, nv);
+    if (threads <= 32) {
+      d->kind = Kind::kRows;
+      d->group = static_cast<int>(ceil_pow2(threads));
+      d->block = 256;
+      d->variant = "rows_warp";
+      return d;
+    }
+    if (threads <= 1024) {
+      d->kind = Kind::kRows;
+      d->group = 0;
+      d->block = static_cast<int>(ceil_div(threads, 32) * 32);
+      d->variant = "rows_block";
+      return d;
+    }
+    d->kind = Kind::kSplit;
+    d->variant = "rows_split";
+    const int64_t want = ceil_div(sms * 8 * 2, d->nrows);  // blocks of 256 for two waves
+    const int64_t min_chunk = 256 * vec * 4, max_chunk = 256 * vec * 32;
+    d->splits = std::clamp(want, ceil_div(d->length, max_chunk), std::max<int64_t>(1, d->length / min_chunk));
+    d->chunk = ceil_div(ceil_div(d->length, d->splits), vec) * vec;
+    d->splits = ceil_div(d->length, d->chunk);
+    d->workspace_bytes = static_cast<size_t>(d->nrows * d->splits) * sizeof(Stats);
+    return d;
+  }
+  // columns: the rows layout's innermost dim are the columns (strided if not contiguous).
+  d->kind = Kind::kColumns;
+  const StridedLayout<2>& r = p.rows;
+  d->columns = r.ndim ? r.inner_size() : 1;
+  d->out_col_stride = r.ndim ? r.inner_stride(0) : 1;
+  d->src_col_stride = r.ndim ? r.inner_stride(1) : 1;
+  d->variant = d->src_col_stride == 1 ? "columns" : "strided";
+  StridedLayout<2> planes;
+  for (int k = 0; k + 1 < r.ndim; ++k) {
+    const int64_t strides[2] = {r.strides[0][k], r.strides[1][k]};
+    planes.push_dim(r.shape[k], strides);
+  }
+  d->rows = planes;
+  d->planes = planes.numel();
+  const int64_t col_vectors = ceil_div(d->columns, vec);
+  d->tx = static_cast<int>(std::min<int64_t>(32, ceil_pow2(col_vectors)));
+  d->ty = kColumnsThreads / d->tx;
+  d->col_tiles = ceil_div(d->columns, int64_t{d->tx} * vec);
+  const int64_t tiles = d->planes * d->col_tiles;
+  const int64_t want = ceil_div(sms * 8 * 2, tiles);
+  d->splits = std::clamp<int64_t>(want, 1, std::max<int64_t>(1, d->length / (int64_t{d->ty} * 8)));
+  d->chunk = ceil_div(d->length, d->splits);
+  d->splits = ceil_div(d->length, d->chunk);
+  d->workspace_bytes = static_cast<size_t>(tiles * d->splits * d->tx * vec) * sizeof(Stats);
+  if (d->splits > 1) d->variant += "_split";
+  return d;
+}
+
+// ---- launch --------------------------------------------------------------------------
+template <class T, int G, class Index>
+void launch_rows_group(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
+  constexpr int NV = kRowElementsPerThread / kVec16<T>;
+  const int groups = G ? d.block / G : 1;
+  const unsigned grid = grid_for(ceil_div(d.nrows, groups), std::max(1, 2048 / d.block), 4);
+  softmax_rows_kernel<T, G, NV, Index><<<grid, d.block, 0, stream>>>(out, src, OffsetCalc<2, Index>(d.rows), d.nrows,
+                                                                     d.length, d.out_stride, d.shift);
+  check_launch("softmax_rows_kernel");
+}
+
+template <class T, class Index>
+void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaStream_t stream) {
+  if (d.kind == Kind::kRows) {
+    switch (d.group) {
+      case 1: return launch_rows_group<T, 1, Index>(d, out, src, stream);
+      case 2: return launch_rows_group<T, 2, Index>(d, out, src, stream);
+      case 4: return launch_rows_group<T, 4, Index>(d, out, src, stream);
+      case 8: return launch_rows_group<T, 8, Index>(d, out, src, stream);
+      case 16: return launch_rows_group<T, 16, Index>(d, out, src, stream);
+      case 32: return launch_rows_group<T, 32, Index>(d, out, src, stream);
+      default: return launch_rows_group<T, 0, Index>(d, out, src, stream);
+    }
+  }
+  if (d.kind == Kind::kSplit) {
+    const SplitArgs args{d.nrows, d.length, d.out_stride, d.splits, d.chunk, static_cast<Stats*>(workspace)};
+    const unsigned grid = grid_for(d.nrows * d.splits, 8, 2);
+    softmax_split_stats_kernel<T, Index><<<grid, 256, 0, stream>>>(src, OffsetCalc<2, Index>(d.rows), args);
+    check_launch("softmax_split_stats_kernel");
+    softmax_split_write_kernel<T, Index><<<grid, 256, 0, stream>>>(out, src, OffsetCalc<2, Index>(d.rows), args);
+    check_launch("softmax_split_write_kernel");
+    return;
+  }
+  ColumnsArgs args{d.columns, d.col_tiles, d.planes, d.length, d.splits, d.chunk,
+                   d.src_col_stride, d.out_col_stride, d.src_stride, d.out_stride, static_cast<Stats*>(workspace)};
+  const unsigned grid = grid_for(d.planes * d.col_tiles * d.splits, 8, 2);
+  const dim3 block(d.tx, d.ty);
+  softmax_columns_stats_kernel<T, Index><<<grid, block, 0, stream>>>(src, OffsetCalc<2, Index>(d.rows), args);
+  check_launch("softmax_columns_stats_kernel");
+  softmax_columns_write_kernel<T, Index><<<grid, block, 0, stream>>>(out, src, OffsetCalc<2, Index>(d.rows), args);
+  check_launch("softmax_columns_write_kernel");
+}
+
+void execute(const SoftmaxNvidia& d, void* workspace, void* out, const void* src, cudaStream_t stream) {
+  const int64_t numel = d.nrows * d.length;
+  require_data(out, "out", numel);
+  require_data(src, "src", numel);
+  if (d.kind == Kind::kEmpty) return;
+  StreamDeviceGuard device(stream);
+  dispatch_dtype(d.dtype, [&](auto type) {
+    using T = decltype(type);
+    dispatch_index(std::max(d.nrows, d.planes), [&](auto index) {
+      launch<T, decltype(index)>(d, workspace, static_cast<T*>(out), static_cast<const T*>(src), stream);
+    });
+  });
+}
+
+}  // namespace
+}  // namespace oprt::nvidia
+
+using oprt::nvidia::SoftmaxNvidia;
+
+extern "C" {
+
+oprt_status_t oprt_create_softmax_descriptor_nvidia(oprt_descriptor_t* desc, const oprt_tensor_view_t* out,
+                                                    const oprt_tensor_view_t* src, int32_t dim) {
+  return oprt::create_descriptor<SoftmaxNvidia>(__func__, desc, [&] { return oprt::nvidia::create(out, src, dim); });
+}
+
+oprt_status_t oprt_get_softmax_workspace_size_nvidia(oprt_descriptor_t desc, size_t* workspace_bytes) {
+  return oprt::get_workspace_size<SoftmaxNvidia>(__func__, desc, workspace_bytes);
+}
+
+oprt_status_t oprt_execute_softmax_nvidia(oprt_descriptor_t desc, void* workspace, size_t workspace_bytes, void* out,
+                                          const void* src, void* stream) {
+  return oprt::execute_descriptor<SoftmaxNvidia>(
+      __func__, desc, workspace, workspace_bytes, [&](const SoftmaxNvidia& d) {
+        oprt::nvidia::execute(d, workspace, out, src, static_cast<cudaStream_t>(stream));
+      });
+}
+
+oprt_status_t oprt_destroy_softmax_descriptor_nvidia(oprt_descriptor_t desc) {
+  return oprt::destroy_descriptor<SoftmaxNvidia>(__func__, desc);
+}
+
+}  // extern "C"
