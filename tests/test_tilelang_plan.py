@@ -1,0 +1,270 @@
+"""The TileLang backend's planning half, checked without a GPU.
+
+Every kernel is replaced by a torch emulation of its contract (same
+arguments, same segmenting of split reductions), and the planner's steps
+run on CPU tensors: layout analysis, staging through the workspace, views
+and the order of launches are then checked against torch on many layouts.
+The kernels themselves run in tests/ops with --backend tilelang on a GPU;
+tests/test_tilelang_kernels.py checks they all lower and compile.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+tilelang_backend = pytest.importorskip("operator_runtime._internal.tilelang_backend")
+from operator_runtime_testing import make_generator  # noqa: E402
+
+F = tilelang_backend
+
+
+def _dt(name):
+    return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[name]
+
+
+def _row_segments(N, S, step):
+    seg = -(-(-(-N // S)) // step) * step
+    return [(s * seg, min(N, (s + 1) * seg)) for s in range(S)]
+
+
+class FakeKernels:
+    """Torch versions of the kernel contracts in ops/*/tilelang/*.py."""
+
+    @staticmethod
+    def make(op, factory, args):
+        key = f"{op}.{factory}"
+        if key == "copy.contiguous" or key == "copy.strided" or key == "copy.transpose":
+            def run(src, dst):
+                if key == "copy.transpose":
+                    dst.copy_(src.transpose(1, 2))
+                else:
+                    dst.copy_(src)
+            return run
+        if key in ("vector_add.contiguous",):
+            return lambda a, b, out: out.copy_((a.float() + b.float()).to(out.dtype))
+        if key == "vector_add.row_bias":
+            return lambda a, b, out: out.copy_((a.float() + b.float()[None, :]).to(out.dtype))
+        if key == "reduce_sum.warp_rows":
+            return lambda src, out: out.copy_(src.float().sum(1).to(out.dtype))
+        if key == "reduce_sum.rows":
+            vec = args[2]
+            step = 256 * vec * 2
+
+            def run(src, out):
+                M, N = src.shape
+                S = out.shape[1]
+                for s, (a, b) in enumerate(_row_segments(N, S, step)):
+                    out[:, s] = src[:, a:b].float().sum(1).to(out.dtype) if b > a else 0
+            return run
+        if key == "reduce_sum.columns":
+            def run(src, out):
+                B, R, C = src.shape
+                S = out.shape[1]
+                seg = -(-R // S)
+                for s in range(S):
+                    a, b = s * seg, min(R, (s + 1) * seg)
+                    out[:, s, :] = src[:, a:b, :].float().sum(1).to(out.dtype) if b > a else 0
+            return run
+        if key in ("softmax.warp_rows", "softmax.block_rows"):
+            return lambda src, out: out.copy_(torch.softmax(src.float(), 1).to(out.dtype))
+        if key == "softmax.split_stats":
+            vec = args[1]
+            step = 512 * vec * 2
+
+            def run(src, stats):
+                M, N = src.shape
+                S = stats.shape[2]
+                for s, (a, b) in enumerate(_row_segments(N, S, step)):
+                    x = src[:, a:b].float()
+                    if b > a:
+                        m = x.max(1).values
+                        stats[0, :, s] = m
+                        stats[1, :, s] = torch.exp(x - m[:, None]).sum(1)
+                    else:
+                        stats[0, :, s] = -math.inf
+                        stats[1, :, s] = 0
+            return run
+        if key == "softmax.split_apply":
+            def run(src, stats, out):
+                m = stats[0].max(1).values
+                total = (stats[1] * torch.exp(stats[0] - m[:, None])).sum(1)
+                out.copy_((torch.exp(src.float() - m[:, None]) / total[:, None]).to(out.dtype))
+            return run
+        if key == "softmax.column_stats":
+            def run(src, stats):
+                B, R, C = src.shape
+                S = stats.shape[2]
+                seg = -(-R // S)
+                for s in range(S):
+                    a, b = s * seg, min(R, (s + 1) * seg)
+                    if b <= a:
+                        stats[0, :, s, :] = -math.inf
+                        stats[1, :, s, :] = 0
+                        continue
+                    x = src[:, a:b, :].float()
+                    m = x.max(1).values
+                    stats[0, :, s, :] = m
+                    stats[1, :, s, :] = torch.exp(x - m[:, None, :]).sum(1)
+            return run
+        if key == "softmax.column_apply":
+            def run(src, stats, out):
+                m = stats[0].max(1).values
+                total = (stats[1] * torch.exp(stats[0] - m[:, None, :])).sum(1)
+                out.copy_((torch.exp(src.float() - m[:, None, :]) / total[:, None, :]).to(out.dtype))
+            return run
+        raise AssertionError(f"no fake for {key}")
+
+
+class FakeTable:
+    def __init__(self):
+        self.used = []
+
+    def get(self, op, factory, args):
+        # the factory must exist in the kernel file with this many arguments
+        module = F.load_kernels(op)
+        assert callable(getattr(module, factory)), (op, factory)
+        self.used.append((op, factory, args))
+        return FakeKernels.make(op, factory, args)
+
+
+class FakeOp:
+    def __init__(self, name):
+        self.name = name
+
+
+def run_plan(op, out, inputs, params):
+    planner = F.Planner(FakeTable())
+    descriptor = F.PLANNERS[op](planner, out, *inputs, *params)
+    workspace = torch.empty(descriptor.workspace_size, dtype=torch.uint8) if descriptor.workspace_size else None
+    descriptor.execute(out, inputs, workspace, None)
+    return descriptor
+
+
+def layout(shape, kind, dtype, gen):
+    """A tensor of `shape` in one of several layouts (values from gen)."""
+    if kind == "contiguous":
+        return torch.randn(shape, generator=gen).to(dtype)
+    if kind == "transposed" and len(shape) >= 2:
+        return torch.randn(shape[::-1], generator=gen).to(dtype).permute(*range(len(shape) - 1, -1, -1))
+    if kind == "sliced":
+        big = torch.randn([s * 2 for s in shape], generator=gen).to(dtype)
+        return big[tuple(slice(None, None, 2) for _ in shape)]
+    if kind == "offset":
+        n = math.prod(shape)
+        return torch.randn(n + 1, generator=gen).to(dtype)[1:].view(shape)
+    return torch.randn(shape, generator=gen).to(dtype)
+
+
+SHAPES = [(), (1,), (37,), (4, 33), (3, 7, 4), (2, 3, 4, 5), (1, 9, 1), (5, 1), (9, 2000), (3, 70001), (2, 1, 2, 3, 1, 2, 2, 3)]
+KINDS = ["contiguous", "transposed", "sliced", "offset"]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("kind", KINDS)
+def test_copy_plans(shape, kind):
+    gen = make_generator(1)
+    for sd, dd in [(torch.float32, torch.float32), (torch.float32, torch.bfloat16), (torch.float16, torch.float32)]:
+        src = layout(shape, kind, sd, gen)
+        for out_kind in ("contiguous", "transposed", "sliced"):
+            out = layout(shape, out_kind, dd, gen).fill_(float("nan"))
+            d = run_plan("copy", out, (src,), ())
+            assert torch.equal(out, src.to(dd)), (d.variant, sd, dd, out_kind)
+
+
+def test_copy_variants():
+    gen = make_generator(2)
+    x = torch.randn(64, 48, generator=gen)
+    assert run_plan("copy", torch.empty(64, 48), (x,), ()).variant == "contiguous"
+    assert run_plan("copy", torch.empty(48, 64), (x.t(),), ()).variant == "transpose"
+    assert run_plan("copy", torch.empty(64, 48).t(), (x.t(),), ()).variant == "contiguous"
+    out = torch.empty(4, 64, 48)
+    assert run_plan("copy", out, (x.expand(4, 64, 48),), ()).variant == "strided"
+    assert torch.equal(out, x.expand(4, 64, 48))
+
+
+@pytest.mark.parametrize("shapes", [((37,), (37,)), ((4, 33), (33,)), ((4, 33), (4, 1)), ((4, 33), (1, 33)),
+                                    ((3, 1, 5), (1, 4, 5)), ((), ()), ((2000, 48), (48,)), ((6, 7, 5), (6, 7, 5))],
+                         ids=str)
+@pytest.mark.parametrize("kinds", list(itertools.product(["contiguous", "transposed", "offset"], repeat=2)))
+def test_vector_add_plans(shapes, kinds):
+    gen = make_generator(3)
+    for dtype in (torch.float32, torch.bfloat16):
+        a = layout(shapes[0], kinds[0], dtype, gen)
+        b = layout(shapes[1], kinds[1], dtype, gen)
+        shape = torch.broadcast_shapes(a.shape, b.shape)
+        for out_kind in ("contiguous", "sliced", "transposed"):
+            out = layout(shape, out_kind, dtype, gen)
+            d = run_plan("vector_add", out, (a.expand(shape), b.expand(shape)), ())
+            expected = (a.float() + b.float()).to(dtype)
+            assert torch.equal(out, expected), d.variant
+
+
+def test_vector_add_variants():
+    x, bias = torch.randn(64, 48), torch.randn(48)
+    assert run_plan("vector_add", torch.empty(64, 48), (x, bias.expand(64, 48)), ()).variant == "row_bias"
+    assert run_plan("vector_add", torch.empty(64, 48), (bias.expand(64, 48), x), ()).variant == "row_bias"
+    assert run_plan("vector_add", torch.empty(64, 48), (x, x), ()).variant == "contiguous"
+    assert run_plan("vector_add", torch.empty(64, 48), (x.t().contiguous().t(), x), ()).variant == \
+        "contiguous+staged"
+
+
+def _out_for(src, dims, keepdim, kind, gen):
+    if keepdim:
+        shape = tuple(1 if d in dims else s for d, s in enumerate(src.shape))
+    else:
+        shape = tuple(s for d, s in enumerate(src.shape) if d not in dims)
+    return layout(shape, kind, src.dtype, gen).fill_(float("nan"))
+
+
+REDUCE_CASES = [((4, 37), (1,)), ((5, 6), (0,)), ((3, 7, 4), (1,)), ((3, 5, 4), (0, 2)), ((2, 3, 4, 5), (1, 3)),
+                ((3, 4, 5), (0, 1, 2)), ((4, 1, 3), (1,)), ((3, 0), (1,)), ((0, 4), (0, 1)), ((), ()),
+                ((37,), (0,)), ((2, 70001), (1,)), ((20000, 5), (1,)), ((2000, 33), (0,)), ((4, 100000), (1,)),
+                ((3, 600, 7), (1,)), ((5, 2000), (1,)), ((300000,), (0,))]
+
+
+@pytest.mark.parametrize("case", REDUCE_CASES, ids=str)
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_reduce_sum_plans(case, kind, keepdim):
+    shape, dims = case
+    gen = make_generator(4)
+    src = layout(shape, kind, torch.float32, gen)
+    for out_kind in ("contiguous", "sliced"):
+        out = _out_for(src, dims, keepdim, out_kind, gen)
+        d = run_plan("reduce_sum", out, (src,), (dims, keepdim))
+        expected = src.double().sum(dims, keepdim=keepdim) if dims else src.double()
+        torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-3, msg=d.variant)
+
+
+SOFTMAX_CASES = [((4, 33), 1), ((5, 6), 0), ((3, 7, 4), 1), ((2, 3, 4, 5), 1), ((37,), 0), ((5, 1), 1), ((), 0),
+                 ((1, 9, 1), 1), ((3, 20001), 1), ((20000, 7), 1), ((2000, 33), 0), ((2, 40000), 1),
+                 ((64, 5000), 1), ((6, 7, 5), 0), ((3, 300, 2), 1)]
+
+
+@pytest.mark.parametrize("case", SOFTMAX_CASES, ids=str)
+@pytest.mark.parametrize("kind", KINDS)
+def test_softmax_plans(case, kind):
+    shape, dim = case
+    gen = make_generator(5)
+    src = layout(shape, kind, torch.float32, gen)
+    expected = torch.softmax(src.double(), dim)
+    for out_kind in ("contiguous", "sliced", "transposed"):
+        out = layout(shape, out_kind, torch.float32, gen).fill_(float("nan"))
+        d = run_plan("softmax", out, (src,), (dim,))
+        torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-6, msg=d.variant)
+    x = src.clone() if kind == "contiguous" else src
+    expected = torch.softmax(x.double(), dim)
+    run_plan("softmax", x, (x,), (dim,))
+    torch.testing.assert_close(x.double(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_kernel_files_found_by_convention():
+    for op in F.OPS:
+        path = F.kernel_file(op)
+        assert path.parent.name == "tilelang" and path.parent.parent.name == op
+        module = F.load_kernels(op)
+        assert module.variants(), op
