@@ -1,0 +1,414 @@
+"""GPU-only properties of every backend that runs on CUDA tensors (nvidia,
+tilelang): large tensors, more than 2**31 elements, non-default streams,
+CUDA graph capture, determinism of the split/long-row regimes, tensors on a
+non-current device, and a CUDA error surfacing as OperatorRuntimeError.
+
+Each test takes the `backend` fixture, so `--backend nvidia` (or tilelang)
+selects it; a backend that does not run on CUDA is skipped with the reason.
+Everything is compared on the GPU (float64 references there too), so the
+whole file stays around a minute on an H200; the 2**31 copy needs ~8 GiB.
+
+    python -m pytest tests/test_cuda_backends.py --backend nvidia -q
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import operator_runtime as oprt
+from operator_runtime import Backend
+from operator_runtime._internal.backends import backend_impl
+from operator_runtime_testing import ACCUMULATION_EPS, TOLERANCES, assert_bitwise_equal, reduction_tolerance
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@pytest.fixture
+def cuda_backend(backend):
+    """`backend` (available: conftest skips the others), if it runs on CUDA tensors."""
+    device_type = backend_impl(Backend(backend)).device_type
+    if device_type != "cuda":
+        pytest.skip(f"a CUDA-backend test; backend {backend} runs on {device_type} tensors")
+    return backend
+
+
+def _randn(shape, dtype=torch.float32, seed=0, device="cuda"):
+    gen = torch.Generator(device=device).manual_seed(seed)
+    return torch.randn(shape, generator=gen, device=device, dtype=torch.float32).to(dtype)
+
+
+def _check_close(actual, expected64, rtol, atol, msg):
+    """|actual - expected| <= atol + rtol |expected| everywhere, on the GPU."""
+    assert actual.shape == expected64.shape, f"{msg}: shape {tuple(actual.shape)} vs {tuple(expected64.shape)}"
+    error = (actual.double() - expected64).abs()
+    bad = ~(error <= atol + rtol * expected64.abs())  # NaN counts as bad
+    count = int(bad.sum())
+    if count:
+        first = tuple(int(i) for i in bad.nonzero()[0])
+        raise AssertionError(f"{msg}: {count} of {actual.numel()} elements off (rtol {rtol:.3g}, atol {atol:.3g}); "
+                             f"first at {first}: {actual[first].item()!r} vs {expected64[first].item()!r}")
+
+
+def _check_sum(actual, src, dims, msg):
+    dims = tuple(range(src.dim())) if dims is None else dims
+    expected = src.double().sum(dims)
+    count = math.prod(src.shape[d] for d in dims)
+    rtol, atol = reduction_tolerance(actual.dtype, count, float(src.abs().float().mean()))
+    _check_close(actual, expected, rtol, atol, msg)
+
+
+def _check_softmax(actual, src, dim, msg):
+    expected = torch.softmax(src.double(), dim)
+    rtol, atol = TOLERANCES[actual.dtype]
+    rtol += 4 * ACCUMULATION_EPS[actual.dtype] * math.sqrt(src.shape[dim])
+    _check_close(actual, expected, rtol, atol, msg)
+
+
+def _check_add(actual, a, b, msg):
+    rtol, atol = TOLERANCES[actual.dtype]
+    _check_close(actual, a.double() + b.double(), rtol, atol, msg)
+
+
+# -- large tensors (>= 64M elements) ------------------------------------------------
+
+BIG = 1 << 26
+SQUARE = (8192, 8192)
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_large_copy(cuda_backend, dt):
+    dtype = dt
+    src = _randn(BIG, dtype, 1)
+    assert_bitwise_equal(oprt.copy(src, backend=cuda_backend), src, "copy of 64M")
+    square = _randn(SQUARE, dtype, 2)
+    out = torch.empty(square.t().shape, dtype=torch.float16, device="cuda")
+    oprt.copy_(out, square.t(), backend=cuda_backend)  # transposed and converted
+    assert_bitwise_equal(out, square.t().to(torch.float16), "copy_ of a transposed 8192^2 into float16")
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.float16], ids=["float32", "float16"])
+def test_large_vector_add(cuda_backend, dt):
+    dtype = dt
+    a, b = _randn(BIG, dtype, 3), _randn(BIG, dtype, 4)
+    _check_add(oprt.vector_add(a, b, backend=cuda_backend), a, b, "vector_add of 64M")
+    square, row = _randn(SQUARE, dtype, 5), _randn(SQUARE[1], dtype, 6)
+    _check_add(oprt.vector_add(square, row, backend=cuda_backend), square, row, "vector_add 8192^2 + a row")
+    out = torch.empty(square.t().shape, dtype=dtype, device="cuda")
+    oprt.vector_add_(out, square.t(), row[:, None], backend=cuda_backend)
+    _check_add(out, square.t(), row[:, None], "vector_add_ transposed + a column")
+
+
+@pytest.mark.parametrize("shape,dims", [((BIG,), None), (SQUARE, (1,)), (SQUARE, (0,)), (SQUARE, None),
+                                        ((2, 1 << 25), (1,)), ((1 << 24, 4), (0,))],
+                         ids=["64M-all", "rows", "columns", "square-all", "2-long-rows", "4-long-columns"])
+def test_large_reduce_sum(cuda_backend, shape, dims):
+    src = _randn(shape, torch.float32, 7)
+    result = oprt.reduce_sum(src, dims, backend=cuda_backend)
+    _check_sum(result, src, dims, f"reduce_sum {shape} over {dims}")
+    half = src.to(torch.bfloat16)
+    _check_sum(oprt.reduce_sum(half, dims, backend=cuda_backend), half, dims, f"bf16 reduce_sum {shape}")
+
+
+@pytest.mark.parametrize("shape,dim", [(SQUARE, -1), (SQUARE, 0), ((16, 1 << 22), -1), ((1 << 22, 16), 0)],
+                         ids=["rows", "columns", "long-rows", "long-columns"])
+def test_large_softmax(cuda_backend, shape, dim):
+    src = _randn(shape, torch.float32, 8)
+    _check_softmax(oprt.softmax(src, dim, backend=cuda_backend), src, dim, f"softmax {shape} dim {dim}")
+    if shape == SQUARE:
+        half = src.to(torch.float16)
+        _check_softmax(oprt.softmax(half, dim, backend=cuda_backend), half, dim, f"fp16 softmax {shape}")
+
+
+def test_copy_past_2_to_the_31(cuda_backend):
+    """2**31 + 7 float16 elements (4 GiB a tensor): 32-bit indexing would
+    wrap. Checked at the tail, around 2**31 and at random positions."""
+    n = (1 << 31) + 7
+    free, _ = torch.cuda.mem_get_info()
+    if free < 9 * 2**30:
+        pytest.skip(f"needs ~9 GiB of free GPU memory, {free / 2**30:.1f} GiB free")
+    src = torch.empty(n, dtype=torch.float16, device="cuda")
+    src.normal_(generator=torch.Generator(device="cuda").manual_seed(9))
+    src[-4096:] = torch.arange(4096, device="cuda", dtype=torch.float32).to(torch.float16)  # a known tail
+    out = oprt.copy(src, backend=cuda_backend)
+    assert out.shape == (n,) and out.dtype == torch.float16
+    assert_bitwise_equal(out[-4096:], src[-4096:], "the last 4096 elements")
+    assert_bitwise_equal(out[:4096], src[:4096], "the first 4096 elements")
+    around = slice((1 << 31) - 4096, (1 << 31) + 7)
+    assert_bitwise_equal(out[around], src[around], "around 2**31")
+    picks = torch.randint(0, n, (1 << 20,), device="cuda", generator=torch.Generator(device="cuda").manual_seed(10))
+    assert_bitwise_equal(out[picks], src[picks], "random positions")
+    del out
+    # a transposed copy of 2**31 elements (the tiled-transpose path): element
+    # (i, j) of out is element (j, i) of the source view
+    square = src[: n - 7].view(1 << 16, 1 << 15)
+    out2 = torch.empty(1 << 15, 1 << 16, dtype=torch.float16, device="cuda")
+    oprt.copy_(out2, square.t(), backend=cuda_backend)
+    assert_bitwise_equal(out2[-1, -4096:], square[-4096:, -1], "transposed copy: the last row's tail")
+    flat = picks % ((1 << 31) - 1)
+    rows, cols = flat // (1 << 16), flat % (1 << 16)
+    assert_bitwise_equal(out2[rows, cols], square[cols, rows], "transposed copy: random positions")
+
+
+def test_sum_past_2_to_the_31(cuda_backend):
+    """A full reduction of 2**31 + 7 bfloat16 elements (4 GiB)."""
+    n = (1 << 31) + 7
+    free, _ = torch.cuda.mem_get_info()
+    if free < 6 * 2**30:
+        pytest.skip(f"needs ~6 GiB of free GPU memory, {free / 2**30:.1f} GiB free")
+    src = torch.ones(n, dtype=torch.bfloat16, device="cuda")
+    src[-7:] = 1000.0
+    result = oprt.reduce_sum(src, None, backend=cuda_backend).double().item()
+    exact = float(n - 7) + 7000.0
+    # float32 accumulation of 2**31 ones, rounded to bfloat16 (8 bits of mantissa)
+    assert abs(result - exact) <= 2 ** -7 * exact, f"reduce_sum of 2**31+7 elements: {result} vs {exact}"
+
+
+# -- non-default streams -------------------------------------------------------------
+
+STREAM_OPS = {
+    "copy": (lambda x, b: oprt.copy(x.t(), backend=b), lambda o, x, b: oprt.copy_(o, x.t(), backend=b),
+             oprt.prepare_copy, lambda x: (x.t(),), lambda x: x.t(), lambda x: x.t()),
+    "vector_add": (lambda x, b: oprt.vector_add(x, x[0], backend=b),
+                   lambda o, x, b: oprt.vector_add_(o, x, x[0], backend=b),
+                   oprt.prepare_vector_add, lambda x: (x, x[0]), lambda x: x + x[0], lambda x: x),
+    "reduce_sum": (lambda x, b: oprt.reduce_sum(x, None, backend=b),
+                   lambda o, x, b: oprt.reduce_sum_(o, x, None, backend=b),
+                   lambda o, x, backend: oprt.prepare_reduce_sum(o, x, None, backend=backend),
+                   lambda x: (x,), lambda x: x.sum(), lambda x: x.sum()),
+    "softmax": (lambda x, b: oprt.softmax(x, -1, backend=b), lambda o, x, b: oprt.softmax_(o, x, -1, backend=b),
+                oprt.prepare_softmax, lambda x: (x,), lambda x: torch.softmax(x, -1), lambda x: x),
+}
+
+
+@pytest.mark.parametrize("op", list(STREAM_OPS))
+def test_non_default_stream(cuda_backend, op):
+    """Data produced on a side stream that is still busy when the op is
+    enqueued: an op that ran on another stream would read stale zeros."""
+    call, call_, prepare, args, reference, out_like = STREAM_OPS[op]
+    values = _randn((2048, 1024), torch.float32, 11)
+    expected = reference(values.double()).float()
+    torch.cuda.synchronize()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        x = torch.zeros_like(values)
+        torch.cuda._sleep(50_000_000)  # tens of ms of GPU time on `stream` only
+        x.copy_(values)
+        result = call(x, cuda_backend)
+        out = torch.full_like(out_like(values), float("nan")).contiguous()
+        call_(out, x, cuda_backend)
+        prepared_out = torch.full_like(out, float("nan"))
+        prepared = prepare(prepared_out, *args(x), backend=cuda_backend)
+        prepared.run()
+        torch.cuda._sleep(20_000_000)
+        x.zero_()  # prepared on stream-ordered data only: re-running sees zeros
+        x.copy_(values)
+        prepared.run()
+    stream.synchronize()
+    rtol, atol = (1e-5, 1e-4) if op == "reduce_sum" else (1e-5, 1e-6)
+    for name, got in (("op", result), ("op_", out), ("prepared", prepared_out)):
+        if op == "reduce_sum":
+            _check_sum(got, values, None, f"{op} {name} on a side stream")
+        else:
+            _check_close(got, expected.double(), rtol, atol, f"{op} {name} on a side stream")
+    prepared.destroy()
+
+
+# -- CUDA graphs ---------------------------------------------------------------------
+
+# (name, op, input shapes, dtype, params); the inputs are fresh randn.
+GRAPH_CASES = [
+    ("copy-transposed", "copy", [(4096, 2048)], torch.float16, {"transpose": True}),
+    ("add-broadcast", "vector_add", [(1024, 4096), (4096,)], torch.bfloat16, {}),
+    ("sum-rows-4x2^24", "reduce_sum", [(4, 1 << 24)], torch.float32, {"dim": -1}),
+    ("sum-all-2^24", "reduce_sum", [(1 << 24,)], torch.float32, {"dim": None}),
+    ("sum-columns", "reduce_sum", [(4096, 1024)], torch.float32, {"dim": 0}),
+    ("softmax-4x2^20", "softmax", [(4, 1 << 20)], torch.float32, {"dim": -1}),
+    ("softmax-rows-fp16", "softmax", [(4096, 1000)], torch.float16, {"dim": -1}),
+    ("softmax-columns", "softmax", [(1000, 512)], torch.float32, {"dim": 0}),
+]
+
+
+def _graph_inputs(case, seed):
+    _, _, shapes, dtype, params = case
+    inputs = [_randn(s, dtype, seed + i) for i, s in enumerate(shapes)]
+    if params.get("transpose"):
+        inputs = [inputs[0].t()]
+    return inputs
+
+
+def shapes_of(case):
+    return case[2]
+
+
+def _graph_op(case):
+    """(prepare(out, *inputs), op_(out, *inputs), out for inputs, check(out, inputs))"""
+    _, op, _, dtype, params = case
+    if op == "copy":
+        return (lambda o, *x, b: oprt.prepare_copy(o, *x, backend=b), lambda o, *x, b: oprt.copy_(o, *x, backend=b),
+                lambda x: torch.empty(x[0].shape, dtype=dtype, device="cuda"),
+                lambda o, x, msg: assert_bitwise_equal(o, x[0].contiguous(), msg))
+    if op == "vector_add":
+        return (lambda o, *x, b: oprt.prepare_vector_add(o, *x, backend=b),
+                lambda o, *x, b: oprt.vector_add_(o, *x, backend=b),
+                lambda x: torch.empty(torch.broadcast_shapes(x[0].shape, x[1].shape), dtype=dtype, device="cuda"),
+                lambda o, x, msg: _check_add(o, x[0], x[1], msg))
+    if op == "reduce_sum":
+        dim, shape = params["dim"], shapes_of(case)[0]
+        dims = None if dim is None else (dim % len(shape),)
+        out_shape = () if dims is None else tuple(s for d, s in enumerate(shape) if d not in dims)
+        return (lambda o, *x, b: oprt.prepare_reduce_sum(o, *x, dim, backend=b),
+                lambda o, *x, b: oprt.reduce_sum_(o, *x, dim, backend=b),
+                lambda x: torch.empty(out_shape, dtype=dtype, device="cuda"),
+                lambda o, x, msg: _check_sum(o, x[0], dims, msg))
+    dim = params["dim"]
+    return (lambda o, *x, b: oprt.prepare_softmax(o, *x, dim, backend=b),
+            lambda o, *x, b: oprt.softmax_(o, *x, dim, backend=b),
+            lambda x: torch.empty(x[0].shape, dtype=dtype, device="cuda"),
+            lambda o, x, msg: _check_softmax(o, x[0], dim, msg))
+
+
+@pytest.mark.parametrize("case", GRAPH_CASES, ids=[c[0] for c in GRAPH_CASES])
+def test_cuda_graph_capture(cuda_backend, case):
+    """A prepared op and an op_ call captured in a CUDA graph; replays on new
+    data copied into the captured inputs give the right results."""
+    prepare, call_, make_out, check = _graph_op(case)
+    inputs = _graph_inputs(case, 20)
+    out, out2 = make_out(inputs), make_out(inputs)
+    prepared = prepare(out, *inputs, b=cuda_backend)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up (and the op_ signature recorded) outside the capture
+        for _ in range(2):
+            prepared.run()
+            call_(out2, *inputs, b=cuda_backend)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        prepared.run()
+        call_(out2, *inputs, b=cuda_backend)
+    for seed in (30, 40, 50):
+        new = _graph_inputs(case, seed)
+        for target, value in zip(inputs, new):
+            target.copy_(value)
+        out.fill_(float("nan"))
+        out2.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        check(out, new, f"{case[0]}: prepared, replay with seed {seed}")
+        check(out2, new, f"{case[0]}: op_, replay with seed {seed}")
+    del graph
+    prepared.destroy()
+
+
+# -- determinism -----------------------------------------------------------------------
+
+DETERMINISM_CASES = [
+    ("sum-2x2^24", lambda x, b: oprt.reduce_sum(x, -1, backend=b), (2, 1 << 24), torch.float32),
+    ("sum-all-2^24", lambda x, b: oprt.reduce_sum(x, None, backend=b), (1 << 24,), torch.float32),
+    ("sum-all-2^26-bf16", lambda x, b: oprt.reduce_sum(x, None, backend=b), (1 << 26,), torch.bfloat16),
+    ("sum-columns-2^22x8", lambda x, b: oprt.reduce_sum(x, 0, backend=b), (1 << 22, 8), torch.float32),
+    ("sum-square-all", lambda x, b: oprt.reduce_sum(x, None, backend=b), SQUARE, torch.float16),
+    ("softmax-4x2^20", lambda x, b: oprt.softmax(x, -1, backend=b), (4, 1 << 20), torch.float32),
+    ("softmax-2^20x4-dim0", lambda x, b: oprt.softmax(x, 0, backend=b), (1 << 20, 4), torch.float32),
+    ("softmax-rows-bf16", lambda x, b: oprt.softmax(x, -1, backend=b), (8192, 4096), torch.bfloat16),
+]
+
+
+@pytest.mark.parametrize("case", DETERMINISM_CASES, ids=[c[0] for c in DETERMINISM_CASES])
+def test_deterministic(cuda_backend, case):
+    """Bit-identical results run after run (no atomics in a different order)."""
+    name, call, shape, dtype = case
+    src = _randn(shape, dtype, 60)
+    first = call(src, cuda_backend)
+    for attempt in range(3):
+        torch.cuda._sleep(1_000_000 * attempt)  # vary the timing a little
+        assert_bitwise_equal(call(src, cuda_backend), first, f"{name}: run {attempt + 2} vs run 1")
+
+
+# -- a non-current device -------------------------------------------------------------
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs at least 2 CUDA devices")
+@pytest.mark.parametrize("op", list(STREAM_OPS))
+def test_tensors_on_a_non_current_device(cuda_backend, op):
+    call, call_, prepare, args, reference, out_like = STREAM_OPS[op]
+    torch.cuda.set_device(0)
+    values = _randn((512, 768), torch.float32, 70, device="cuda:1")
+    expected = reference(values.double())
+    results = []
+    for stream in (None, torch.cuda.Stream(device=1)):  # the legacy default stream, then a side stream
+        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+            results.append(call(values, cuda_backend))
+            out = torch.empty_like(out_like(values)).contiguous()
+            call_(out, values, cuda_backend)
+            results.append(out)
+            prepared_out = torch.empty_like(out)
+            with prepare(prepared_out, *args(values), backend=cuda_backend) as prepared:
+                prepared.run()
+            results.append(prepared_out)
+        torch.cuda.synchronize(1)
+    assert torch.cuda.current_device() == 0, "an op changed the current device"
+    for i, got in enumerate(results):
+        assert got.device == torch.device("cuda:1"), f"{op} result {i} on {got.device}"
+        if op == "reduce_sum":
+            _check_sum(got, values, None, f"{op} result {i} on cuda:1")
+        else:
+            _check_close(got, expected, 1e-5, 1e-6, f"{op} result {i} on cuda:1")
+
+
+# -- a CUDA error becomes OperatorRuntimeError ----------------------------------------
+
+_FAULT_SCRIPT = r"""
+import sys
+import torch
+import operator_runtime as oprt
+from operator_runtime import OperatorRuntimeError
+
+backend = sys.argv[1]
+x = torch.randn(1 << 20, device="cuda")
+out = torch.empty_like(x)
+prepared = oprt.prepare_copy(out, x, backend=backend)
+descriptor = prepared._descriptor
+if not hasattr(descriptor, "c_execute"):
+    print("SKIP: the backend's descriptors are not C descriptors")
+    sys.exit(0)
+
+
+class Unmapped:
+    # an address no allocation uses: the kernel's first load faults
+    def data_ptr(self):
+        return 1 << 12
+
+
+try:
+    descriptor.execute(out, (Unmapped(),), None, torch.cuda.current_stream().cuda_stream)
+    oprt.copy_(out, x, backend=backend)  # the (sticky) fault surfaces here at the latest
+except OperatorRuntimeError as error:
+    print("OPERATOR_RUNTIME_ERROR", error.status_name, error.message)
+    sys.exit(0)
+except Exception as error:
+    print("OTHER", type(error).__name__, error)
+    sys.exit(3)
+print("NO_ERROR")
+sys.exit(4)
+"""
+
+
+def test_cuda_error_raises_operator_runtime_error(cuda_backend):
+    """An illegal address in a kernel (in a subprocess: the fault poisons its
+    CUDA context) comes back as OperatorRuntimeError carrying CUDA's text."""
+    env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1", PYTHONPATH=os.pathsep.join(sys.path))
+    run = subprocess.run([sys.executable, "-c", _FAULT_SCRIPT, cuda_backend], env=env, capture_output=True,
+                         text=True, timeout=180)
+    output = (run.stdout + run.stderr).strip()
+    if run.stdout.startswith("SKIP"):
+        pytest.skip(run.stdout.strip())
+    assert run.returncode == 0 and "OPERATOR_RUNTIME_ERROR" in run.stdout, output[-2000:]
+    assert "cuda" in run.stdout.lower() or "illegal" in run.stdout.lower(), output[-2000:]
