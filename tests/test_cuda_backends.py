@@ -76,6 +76,105 @@ def _check_add(actual, a, b, msg):
     _check_close(actual, a.double() + b.double(), rtol, atol, msg)
 
 
+# -- every kernel variant, at moderate sizes (also the compute-sanitizer subset) --------
+
+def _offset(t):
+    """`t`'s values in storage one element past a 16-byte boundary."""
+    base = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
+    return base[1:].view(t.shape).copy_(t)
+
+
+# (name, op, input shapes, input layout, params, out dtype for copy or None)
+VARIANT_CASES = [
+    ("copy-memcpy", "copy", [(1 << 20,)], "contiguous", {}, None),
+    ("copy-convert-dense", "copy", [(1000, 1000)], "contiguous", {}, torch.float32),
+    ("copy-rows", "copy", [(300, 1000)], "sliced-rows", {}, None),
+    ("copy-strided", "copy", [(64, 50, 30)], "permuted", {}, None),
+    ("copy-transpose-tiled", "copy", [(1000, 777)], "transposed", {}, None),
+    ("copy-broadcast", "copy", [(1, 513)], "expand-rows", {}, None),
+    ("add-dense", "vector_add", [(1 << 20,), (1 << 20,)], "contiguous", {}, None),
+    ("add-dense-unaligned", "vector_add", [(100003,), (100003,)], "offset", {}, None),
+    ("add-rows-broadcast", "vector_add", [(512, 1000), (1000,)], "contiguous", {}, None),
+    ("add-strided", "vector_add", [(700, 300), (700, 300)], "transposed", {}, None),
+    ("sum-rows", "reduce_sum", [(512, 4096)], "contiguous", {"dim": -1}, None),
+    ("sum-rows-split", "reduce_sum", [(2, 1 << 20)], "contiguous", {"dim": -1}, None),
+    ("sum-all-split", "reduce_sum", [(1 << 22,)], "contiguous", {"dim": None}, None),
+    ("sum-rows-unaligned", "reduce_sum", [(33, 1001)], "offset", {"dim": -1}, None),
+    ("sum-strided", "reduce_sum", [(300, 2000)], "transposed", {"dim": 0}, None),
+    ("sum-columns", "reduce_sum", [(4096, 1000)], "contiguous", {"dim": 0}, None),
+    ("sum-columns-split", "reduce_sum", [(1 << 18, 16)], "contiguous", {"dim": 0}, None),
+    ("sum-middle", "reduce_sum", [(16, 300, 64)], "contiguous", {"dim": 1}, None),
+    ("sum-zeros", "reduce_sum", [(7, 0)], "contiguous", {"dim": 1}, None),
+    ("softmax-rows-warp", "softmax", [(4096, 100)], "contiguous", {"dim": -1}, None),
+    ("softmax-rows-warp-unaligned", "softmax", [(333, 37)], "offset", {"dim": -1}, None),
+    ("softmax-rows-block", "softmax", [(256, 8000)], "contiguous", {"dim": -1}, None),
+    ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous", {"dim": -1}, None),
+    ("softmax-columns", "softmax", [(1000, 4096)], "contiguous", {"dim": 0}, None),
+    ("softmax-columns-split", "softmax", [(1 << 18, 8)], "contiguous", {"dim": 0}, None),
+    ("softmax-strided", "softmax", [(500, 300)], "transposed", {"dim": -1}, None),
+]
+
+
+def _variant_input(shape, layout, dtype, seed):
+    if layout == "transposed":
+        return _randn(shape[::-1], dtype, seed).t()
+    if layout == "permuted":
+        return _randn((shape[2], shape[0], shape[1]), dtype, seed).permute(1, 2, 0)
+    if layout == "sliced-rows":
+        return _randn((shape[0], shape[1] + 24), dtype, seed)[:, 3:3 + shape[1]]
+    if layout == "expand-rows":
+        return _randn(shape, dtype, seed).expand(700, shape[1])
+    values = _randn(shape, dtype, seed)
+    return _offset(values) if layout == "offset" else values
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.bfloat16],
+                         ids=["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("case", VARIANT_CASES, ids=[c[0] for c in VARIANT_CASES])
+def test_variant(cuda_backend, case, dt, record_property):
+    """Each op form on layouts chosen to reach every kernel variant (the
+    variant is recorded in the junit XML); the sanitizer runs these."""
+    name, op, shapes, layout, params, out_dtype = case
+    inputs = [_variant_input(s, layout if i == 0 or layout in ("offset", "transposed") else "contiguous", dt, 80 + i)
+              for i, s in enumerate(shapes)]
+    if op == "copy":
+        src = inputs[0]
+        out = torch.full(src.shape, float("nan"), dtype=out_dtype or dt, device="cuda")
+        with oprt.prepare_copy(out, src, backend=cuda_backend) as prepared:
+            prepared.run()
+            variant = prepared.variant
+        assert_bitwise_equal(out, src.to(out.dtype), name)
+        assert_bitwise_equal(oprt.copy(src, backend=cuda_backend), src.contiguous(), f"{name}: copy()")
+    elif op == "vector_add":
+        a, b = inputs
+        out = torch.full(torch.broadcast_shapes(a.shape, b.shape), float("nan"), dtype=dt, device="cuda")
+        with oprt.prepare_vector_add(out, a, b, backend=cuda_backend) as prepared:
+            prepared.run()
+            variant = prepared.variant
+        _check_add(out, a, b, name)
+        _check_add(oprt.vector_add(a, b, backend=cuda_backend), a, b, f"{name}: vector_add()")
+    elif op == "reduce_sum":
+        src, dim = inputs[0], params["dim"]
+        dims = None if dim is None else (dim % src.dim(),)
+        result = oprt.reduce_sum(src, dim, backend=cuda_backend)
+        out = torch.full(result.shape, float("nan"), dtype=dt, device="cuda")
+        with oprt.prepare_reduce_sum(out, src, dim, backend=cuda_backend) as prepared:
+            prepared.run()
+            variant = prepared.variant
+        _check_sum(out, src, dims, name)
+        assert_bitwise_equal(result, out, f"{name}: reduce_sum() vs prepared")
+    else:
+        src, dim = inputs[0], params["dim"]
+        out = torch.full(src.shape, float("nan"), dtype=dt, device="cuda")
+        with oprt.prepare_softmax(out, src, dim, backend=cuda_backend) as prepared:
+            prepared.run()
+            variant = prepared.variant
+        _check_softmax(out, src, dim, name)
+        assert_bitwise_equal(oprt.softmax(src, dim, backend=cuda_backend), out, f"{name}: softmax() vs prepared")
+    record_property("variant", variant)
+    print(f"{name} {dt}: variant {variant}")
+
+
 # -- large tensors (>= 64M elements) ------------------------------------------------
 
 BIG = 1 << 26
