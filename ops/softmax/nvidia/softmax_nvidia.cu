@@ -5,7 +5,10 @@
 //            registers (up to 32K elements): a group of threads per row (a
 //            few lanes of a warp, or a whole block) reads the row once, keeps
 //            it in registers through max, sum and scale, writes it once
-//   rows_split  longer rows: pass 1 computes (max, sum) per chunk into the
+//   rows_cluster<C>  rows up to 8x longer: a cluster of C blocks per row,
+//            each holding a slice in registers; the blocks exchange their
+//            max and sum through distributed shared memory
+//   rows_split  longer rows still: pass 1 computes (max, sum) per chunk into the
 //            workspace, pass 2 merges a row's chunks and writes the chunk
 //   columns  the dim is not the contiguous one (e.g. dim 0): threads along
 //            the contiguous dim, an online (max, sum) per column down the
@@ -14,7 +17,10 @@
 // Special values follow torch: a row holding NaN or +inf, or all -inf, is NaN.
 #include "softmax_nvidia.h"
 
+#include <cooperative_groups.h>
+
 #include <algorithm>
+#include <string>
 
 #include "../../common/descriptor.h"
 #include "../../common/nvidia/cuda_types.cuh"
@@ -25,6 +31,8 @@
 
 namespace oprt::nvidia {
 namespace {
+
+namespace cg = cooperative_groups;
 
 constexpr float kLog2e = 1.4426950408889634f;
 __device__ __forceinline__ float exp_minus(float x, float m) { return exp2f((x - m) * kLog2e); }
@@ -76,18 +84,40 @@ __device__ __forceinline__ bool aligned16(const T* p) {
 }
 
 // ---- rows in registers ----------------------------------------------------------
-// G threads per row (G = 0: the whole block). Thread `lane` holds vector
-// slots lane, lane + G, ...; slot k covers row elements k*VEC - shift ..,
-// where shift (when enabled) moves the slots onto 16-byte boundaries.
-template <class T, int G, int NV, class Index>
+// G threads per row (G = 0: the whole block, or with C > 1 a cluster of C
+// blocks, each holding a contiguous slice of the row). Thread `lane` holds
+// vector slots lane, lane + G, ... of its slice; slot k covers row elements
+// k*VEC - shift .., where shift (when enabled) puts the slots on 16-byte
+// boundaries.
+template <int C, class Op>
+__device__ __forceinline__ float cluster_allreduce(float v, Op op, float* slot) {
+  if constexpr (C == 1) {
+    return v;
+  } else {
+    cg::cluster_group cluster = cg::this_cluster();
+    if (threadIdx.x == 0) *slot = v;
+    cluster.sync();
+    v = *cluster.map_shared_rank(slot, 0);
+#pragma unroll
+    for (int r = 1; r < C; ++r) v = op(v, *cluster.map_shared_rank(slot, r));
+    return v;
+  }
+}
+
+template <class T, int G, int NV, int C, class Index>
 __global__ void __launch_bounds__(G ? 256 : 1024)
 softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nrows, int64_t length,
                     int64_t out_stride, bool shift) {
   constexpr int VEC = kVec16<T>;
   __shared__ float slots[kMaxWarps];
+  __shared__ float cluster_max, cluster_sum;  // read by the cluster's other blocks
   const int tpr = G ? G : blockDim.x;
-  const int groups = blockDim.x / tpr, group = threadIdx.x / tpr, lane = threadIdx.x % tpr;
-  for (int64_t base = int64_t{blockIdx.x} * groups; base < nrows; base += int64_t{gridDim.x} * groups) {
+  const int groups = blockDim.x / tpr, group = threadIdx.x / tpr;
+  const int rank = C > 1 ? static_cast<int>(blockIdx.x % C) : 0;
+  const int lane = threadIdx.x % tpr + rank * tpr * NV;  // first slot of this thread
+  const int64_t first = C > 1 ? blockIdx.x / C : int64_t{blockIdx.x} * groups;
+  const int64_t step = C > 1 ? gridDim.x / C : int64_t{gridDim.x} * groups;
+  for (int64_t base = first; base < nrows; base += step) {
     const int64_t row = base + group;
     const bool valid = row < nrows;
     int64_t offsets[2] = {0, 0};
@@ -113,6 +143,7 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
 #pragma unroll
       for (int e = 0; e < VEC; ++e) m = fmaxf(m, x[j][e]);
     m = G ? group_allreduce<(G ? G : 1)>(m, MaxOp{}, slots) : block_allreduce(m, MaxOp{}, slots);
+    m = cluster_allreduce<C>(m, MaxOp{}, &cluster_max);
     float s = 0.0f;
 #pragma unroll
     for (int j = 0; j < NV; ++j)
@@ -122,6 +153,9 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
         s += x[j][e];
       }
     s = G ? group_allreduce<(G ? G : 1)>(s, SumOp{}, slots) : block_allreduce(s, SumOp{}, slots);
+    // The cluster's second sync also tells every block that the others are
+    // done reading cluster_max, so the next row may overwrite it.
+    s = cluster_allreduce<C>(s, SumOp{}, &cluster_sum);
     const float r = 1.0f / s;
     if (!valid) continue;
 #pragma unroll
@@ -138,6 +172,7 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
       }
     }
   }
+  if constexpr (C > 1) cg::this_cluster().sync();  // keep cluster_sum alive until all have read it
 }
 
 // ---- long rows, split over blocks -------------------------------------------------
@@ -342,6 +377,7 @@ struct SoftmaxNvidia : oprt_descriptor {
   StridedLayout<2> rows;    // rows / split: every other dim; columns: the planes
   int group = 0;            // rows: threads per row (<= 32), or 0 with `block` threads per row
   int block = 256;
+  int cluster = 1;          // rows: blocks per row (a thread block cluster)
   bool shift = false;       // rows: rows start at varying alignment
   int64_t splits = 1, chunk = 0;
   int tx = 32, ty = 8;      // columns
@@ -349,6 +385,7 @@ struct SoftmaxNvidia : oprt_descriptor {
 };
 
 constexpr int kRowElementsPerThread = 32;  // floats kept in registers per thread
+constexpr int kMaxCluster = 8;             // the portable thread block cluster size
 
 int64_t ceil_pow2(int64_t x) {
   int64_t p = 1;
@@ -397,6 +434,16 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       d->variant = "rows_block";
       return d;
     }
+    for (int c = 2; c <= kMaxCluster; c *= 2) {
+      if (ceil_div(threads, c) <= 1024) {
+        d->kind = Kind::kRows;
+        d->group = 0;
+        d->cluster = c;
+        d->block = static_cast<int>(ceil_div(ceil_div(threads, c), 32) * 32);
+        d->variant = "rows_cluster" + std::to_string(c);
+        return d;
+      }
+    }
     d->kind = Kind::kSplit;
     d->variant = "rows_split";
     const int64_t want = ceil_div(sms * 8 * 2, d->nrows);  // blocks of 256 for two waves
@@ -441,9 +488,28 @@ void launch_rows_group(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_
   constexpr int NV = kRowElementsPerThread / kVec16<T>;
   const int groups = G ? d.block / G : 1;
   const unsigned grid = grid_for(ceil_div(d.nrows, groups), std::max(1, 2048 / d.block), 4);
-  softmax_rows_kernel<T, G, NV, Index><<<grid, d.block, 0, stream>>>(out, src, OffsetCalc<2, Index>(d.rows), d.nrows,
-                                                                     d.length, d.out_stride, d.shift);
+  softmax_rows_kernel<T, G, NV, 1, Index><<<grid, d.block, 0, stream>>>(
+      out, src, OffsetCalc<2, Index>(d.rows), d.nrows, d.length, d.out_stride, d.shift);
   check_launch("softmax_rows_kernel");
+}
+
+template <class T, int C, class Index>
+void launch_rows_cluster(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
+  constexpr int NV = kRowElementsPerThread / kVec16<T>;
+  const int64_t clusters = std::min<int64_t>(d.nrows, grid_for(d.nrows, std::max(1, 2048 / d.block), 2) / C + 1);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(clusters * C));
+  config.blockDim = dim3(d.block);
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = C;
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  OPRT_CUDA_CHECK(cudaLaunchKernelEx(&config, softmax_rows_kernel<T, 0, NV, C, Index>, out, src,
+                                     OffsetCalc<2, Index>(d.rows), d.nrows, d.length, d.out_stride, d.shift));
 }
 
 template <class T, class Index>
@@ -456,6 +522,12 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
       case 8: return launch_rows_group<T, 8, Index>(d, out, src, stream);
       case 16: return launch_rows_group<T, 16, Index>(d, out, src, stream);
       case 32: return launch_rows_group<T, 32, Index>(d, out, src, stream);
+      default: break;
+    }
+    switch (d.cluster) {
+      case 2: return launch_rows_cluster<T, 2, Index>(d, out, src, stream);
+      case 4: return launch_rows_cluster<T, 4, Index>(d, out, src, stream);
+      case 8: return launch_rows_cluster<T, 8, Index>(d, out, src, stream);
       default: return launch_rows_group<T, 0, Index>(d, out, src, stream);
     }
   }
