@@ -220,20 +220,24 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
   }
 }
 
-// Adds each column's `splits` partials in order: a thread per output.
+// Adds each column's `splits` partials in a fixed order: a warp per output.
 template <class T, class Index>
 __global__ void finish_columns_kernel(T* out, const float* partials, OffsetCalc<2, Index> planes, ColumnsArgs args,
                                       int64_t width) {
-  const int64_t outputs = args.planes * args.columns;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < outputs; i += int64_t{gridDim.x} * blockDim.x) {
+  const int lane = threadIdx.x % 32;
+  const int64_t outputs = args.planes * args.columns, warps = int64_t{gridDim.x} * blockDim.x / 32;
+  for (int64_t i = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; i < outputs; i += warps) {
     const int64_t plane = i / args.columns, c = i - plane * args.columns;
     const int64_t tile = c / width, within = c - tile * width;
     const float* p = partials + ((plane * args.col_tiles + tile) * args.splits) * width + within;
     float acc = 0.0f;
-    for (int64_t j = 0; j < args.splits; ++j) acc += p[j * width];
-    int64_t offsets[2];
-    planes.get(static_cast<Index>(plane), offsets);
-    out[offsets[0] + c * args.out_stride] = from_float<T>(acc);
+    for (int64_t j = lane; j < args.splits; j += 32) acc += p[j * width];
+    acc = group_allreduce<32>(acc, SumOp{}, nullptr);
+    if (lane == 0) {
+      int64_t offsets[2];
+      planes.get(static_cast<Index>(plane), offsets);
+      out[offsets[0] + c * args.out_stride] = from_float<T>(acc);
+    }
   }
 }
 
@@ -410,7 +414,7 @@ void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* parti
       out, src, OffsetCalc<2, Index>(planes_layout), OffsetCalc<1, Index>(d.reduced), args);
   check_launch("reduce_columns_kernel");
   if (d.splits > 1) {
-    finish_columns_kernel<T, Index><<<grid_for(ceil_div(d.rows, 256), 8, 2), 256, 0, stream>>>(
+    finish_columns_kernel<T, Index><<<grid_for(ceil_div(d.rows, 8), 8, 2), 256, 0, stream>>>(
         out, partials, OffsetCalc<2, Index>(planes_layout), args, int64_t{d.tx} * VEC);
     check_launch("finish_columns_kernel");
   }

@@ -221,6 +221,23 @@ softmax_split_stats_kernel(const T* src, OffsetCalc<2, Index> rows, SplitArgs ar
   }
 }
 
+// Merges each group's `splits` partial stats in a fixed order (a warp per
+// (group, column)) and leaves the result in the group's split-0 slot.
+__global__ void __launch_bounds__(256)
+combine_stats_kernel(Stats* partials, int64_t groups, int64_t splits, int64_t width) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t{gridDim.x} * blockDim.x / 32;
+  for (int64_t w = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; w < groups * width; w += warps) {
+    const int64_t g = w / width, c = w - g * width;
+    Stats* p = partials + g * splits * width + c;
+    Stats st{-INFINITY, 0.0f};
+    for (int64_t j = lane; j < splits; j += 32) st = merge(st, p[j * width]);
+    st = warp_merge(st);
+    __syncwarp();
+    if (lane == 0) p[0] = st;
+  }
+}
+
 template <class T, class Index>
 __global__ void __launch_bounds__(256)
 softmax_split_write_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args) {
@@ -228,8 +245,7 @@ softmax_split_write_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Spli
   const int64_t tasks = args.nrows * args.splits;
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
     const int64_t row = task / args.splits, split = task - row * args.splits;
-    Stats st = args.partials[row * args.splits];
-    for (int64_t j = 1; j < args.splits; ++j) st = merge(st, args.partials[row * args.splits + j]);
+    const Stats st = args.partials[row * args.splits];  // merged by combine_stats_kernel
     const float m = st.m, r = 1.0f / st.s;
     int64_t offsets[2];
     rows.get(static_cast<Index>(row), offsets);
@@ -337,11 +353,9 @@ softmax_columns_write_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, 
     const Stats* stats = args.partials + tile_task * args.splits * width + int64_t{tx} * VEC;
     float m[VEC], r[VEC];
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) {
-      Stats st = stats[e];
-      for (int64_t j = 1; j < args.splits; ++j) st = merge(st, stats[j * width + e]);
-      m[e] = st.m;
-      r[e] = 1.0f / st.s;
+    for (int e = 0; e < VEC; ++e) {  // merged by combine_stats_kernel
+      m[e] = stats[e].m;
+      r[e] = 1.0f / stats[e].s;
     }
     int64_t offsets[2];
     planes.get(static_cast<Index>(plane), offsets);
@@ -512,6 +526,13 @@ void launch_rows_cluster(const SoftmaxNvidia& d, T* out, const T* src, cudaStrea
                                      OffsetCalc<2, Index>(d.rows), d.nrows, d.length, d.out_stride, d.shift));
 }
 
+void launch_combine(Stats* partials, int64_t groups, int64_t splits, int64_t width, cudaStream_t stream) {
+  if (splits == 1) return;  // a single split is already final
+  combine_stats_kernel<<<grid_for(ceil_div(groups * width, 8), 8, 2), 256, 0, stream>>>(partials, groups, splits,
+                                                                                      width);
+  check_launch("combine_stats_kernel");
+}
+
 template <class T, class Index>
 void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaStream_t stream) {
   if (d.kind == Kind::kRows) {
@@ -536,6 +557,7 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
     const unsigned grid = grid_for(d.nrows * d.splits, 8, 2);
     softmax_split_stats_kernel<T, Index><<<grid, 256, 0, stream>>>(src, OffsetCalc<2, Index>(d.rows), args);
     check_launch("softmax_split_stats_kernel");
+    launch_combine(args.partials, d.nrows, d.splits, 1, stream);
     softmax_split_write_kernel<T, Index><<<grid, 256, 0, stream>>>(out, src, OffsetCalc<2, Index>(d.rows), args);
     check_launch("softmax_split_write_kernel");
     return;
@@ -546,6 +568,7 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
   const dim3 block(d.tx, d.ty);
   softmax_columns_stats_kernel<T, Index><<<grid, block, 0, stream>>>(src, OffsetCalc<2, Index>(d.rows), args);
   check_launch("softmax_columns_stats_kernel");
+  launch_combine(args.partials, d.planes * d.col_tiles, d.splits, int64_t{d.tx} * kVec16<T>, stream);
   softmax_columns_write_kernel<T, Index><<<grid, block, 0, stream>>>(out, src, OffsetCalc<2, Index>(d.rows), args);
   check_launch("softmax_columns_write_kernel");
 }
