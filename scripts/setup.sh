@@ -13,11 +13,17 @@
 #   OPRT_PYTHON         interpreter that creates the venv (default python3)
 #   CMAKE_ARGS          read by scikit-build-core, e.g.
 #                       CMAKE_ARGS="-DCAMP_ENABLE_NVIDIA=OFF" scripts/setup.sh
+#   OPRT_SKIP_SETUP     1: install nothing, only print the venv's python
+#                       (scripts/run.sh, scripts/test.sh honour it through here)
 # Prints the venv's python on the last line of stdout.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${OPRT_VENV:-$root/.venv}
+if [[ ${OPRT_SKIP_SETUP:-0} == 1 ]]; then
+  echo "$venv/bin/python"
+  exit 0
+fi
 torch_req=${OPRT_TORCH:-torch==2.13.0}
 creator=${OPRT_PYTHON:-python3}
 

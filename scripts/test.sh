@@ -6,11 +6,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-if [[ ${OPRT_SKIP_SETUP:-0} == 1 ]]; then
-  py=${OPRT_VENV:-$root/.venv}/bin/python
-else
-  py=$("$root/scripts/setup.sh" | tail -n 1)
-fi
+py=$("$root/scripts/setup.sh" | tail -n 1)  # installs, or with OPRT_SKIP_SETUP=1 only names the venv's python
 cd "$root"
 
 status=0

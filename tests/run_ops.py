@@ -13,6 +13,10 @@ bench: measures the copy-bandwidth ceiling, then per case: checks ours (both
        place) and torch, prints one row per case and a summary; --json writes
        every row. See operator_runtime_testing/benchmark.py for the method.
 
+--backend best (the default) picks the first of nvidia, tilelang, cpu that
+is available and runs every selected op (a tiny prepared call per op).
+The ops are those with a driver in tests/bench/<op>.py.
+
 Exit status: 0 all good; 1 a test failed or a benchmark case was wrong or
 raised; 2 bad arguments or the backend cannot run here; 3 nothing failed
 but some requested op has no kernel on this backend.
@@ -46,7 +50,7 @@ from operator_runtime_testing.benchmark import (TimingConfig, cpu_busy_fraction,
 from operator_runtime_testing.performance import (BUSY_LIMIT, NOISY_SPREAD, PerformanceResult,  # noqa: E402
                                                   TableFormatter, dtype_name, speedup_summary, write_json)
 
-OPS = ("copy", "vector_add", "reduce_sum", "softmax")
+OPS = tuple(sorted(p.stem for p in (TESTS / "bench").glob("*.py") if not p.stem.startswith("_")))  # drivers
 BEST_ORDER = ("nvidia", "tilelang", "cpu")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 CPU_TARGET = (4 * 2**20, 1.5)  # CPU: contiguous cases of >= 4M elements within 1.5x of torch
@@ -55,7 +59,8 @@ CPU_TARGET = (4 * 2**20, 1.5)  # CPU: contiguous cases of >= 4M elements within 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--op", default="all", choices=OPS + ("all",))
-    p.add_argument("--backend", default="best", help="backend name, or 'best' (nvidia, else tilelang, else cpu)")
+    p.add_argument("--backend", default="best",
+                   help="backend name, or 'best': the first of nvidia, tilelang, cpu that runs every selected op")
     p.add_argument("--mode", default="all", choices=("test", "bench", "all"))
     p.add_argument("--json", metavar="PATH", help="write every benchmark row (and the ceiling) as JSON")
     p.add_argument("--quick", action="store_true", help="bench only the quick subset (small/medium sizes)")
@@ -67,14 +72,41 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def resolve_backend(name: str) -> tuple[str, str]:
-    """(backend, device type); exits 2 if it cannot run here."""
+def device_type_of(backend: str) -> str:
+    from operator_runtime import Backend
+    from operator_runtime._internal.backends import backend_impl
+
+    return backend_impl(Backend(backend)).device_type
+
+
+def op_failure(op: str, backend: str, device_type: str) -> str | None:
+    """None if `op` really runs on `backend` (a tiny prepared call), else why not."""
+    import bench as bench_pkg
+
+    try:
+        return bench_pkg.bench_for(op).probe(backend, torch.device(device_type))
+    except Exception as error:  # a kernel that exists but fails even on a tiny input
+        return f"{type(error).__name__}: {error}".splitlines()[0][:200]
+
+
+def resolve_backend(name: str, ops=OPS) -> tuple[str, str]:
+    """(backend, device type); exits 2 if it cannot run here. 'best' is the
+    first of BEST_ORDER that is available and runs every op in `ops`."""
     name = name.strip().lower()
     if name == "best":
         for candidate in BEST_ORDER:
-            if backend_unavailable_reason(candidate) is None:
-                name = candidate
-                break
+            reason = backend_unavailable_reason(candidate)
+            if reason is None:
+                device_type = device_type_of(candidate)
+                failures = {op: op_failure(op, candidate, device_type) for op in ops}
+                failures = {op: why for op, why in failures.items() if why is not None}
+                if not failures:
+                    print(f"run_ops: best backend: {candidate}", file=sys.stderr)
+                    return candidate, device_type
+                reason = "; ".join(f"{op}: {why}" for op, why in failures.items())
+            print(f"run_ops: skipping {candidate}: {reason}", file=sys.stderr)
+        print(f"run_ops: no backend of {', '.join(BEST_ORDER)} runs {', '.join(ops)} here", file=sys.stderr)
+        sys.exit(2)
     try:
         reason = backend_unavailable_reason(name)
     except ValueError as error:
@@ -83,7 +115,7 @@ def resolve_backend(name: str) -> tuple[str, str]:
     if reason is not None:
         print(f"run_ops: backend '{name}' is not available: {reason}", file=sys.stderr)
         sys.exit(2)
-    return name, ("cpu" if name == "cpu" else "cuda")
+    return name, device_type_of(name)
 
 
 # -- test mode -------------------------------------------------------------------------
@@ -159,7 +191,8 @@ def run_bench(ops, backend, device_type, args):
         plan.append((op, cases))
 
     names = [c.name for _, cases in plan for c in cases]
-    table = TableFormatter(names, with_compile=args.torch_compile and device_type == "cuda")
+    table = TableFormatter(names, with_compile=args.torch_compile and device_type == "cuda",
+                           tbps=device_type == "cuda")
     results: list[PerformanceResult] = []
     overheads = {}
     print("\n" + table.header(), flush=True)
@@ -217,10 +250,18 @@ def _x(value):
 
 
 def print_summary(results, overheads, notes, device_type):
-    print("\n[summary] speedup = torch time / our prepared time (>1: ours faster)")
+    print("\n[summary] speedup = peer time / our prepared time (>1: ours faster); peers: torch eager"
+          " (out= form), torch.compile (with --torch-compile)")
     for op, s in speedup_summary(results).items():
-        line = (f"  {op:<11} {s['measured']:>3} measured  min {_x(s['min_speedup'])}  median "
+        line = (f"  {op:<11} {s['measured']:>3} measured  vs torch: min {_x(s['min_speedup'])}  median "
                 f"{_x(s['median_speedup'])}  max {_x(s['max_speedup'])}")
+        compiled = s["compile_speedup"]
+        if compiled["median"] is not None:
+            line += (f"  | vs compile: min {_x(compiled['min'])}  median {_x(compiled['median'])}  "
+                     f"max {_x(compiled['max'])}")
+        ceiling = s["ceiling_fraction"]
+        if ceiling["median"] is not None:
+            line += f"  | ceiling median {100 * ceiling['median']:.0f}%"
         ok = [r for r in results if r.op == op and r.status == "ok" and r.call_us]
         if ok:  # how much the out-of-place path costs on top of prepared
             line += f"  | call/prepared median {statistics.median(r.call_us / r.prepared_us for r in ok):.2f}"
@@ -265,8 +306,8 @@ def print_host_overhead(overheads) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    backend, device_type = resolve_backend(args.backend)
     ops = list(OPS) if args.op == "all" else [args.op]
+    backend, device_type = resolve_backend(args.backend, ops)
     status = 0
     if args.mode in ("test", "all"):
         status = run_tests(ops, backend)

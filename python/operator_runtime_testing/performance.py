@@ -86,6 +86,11 @@ class PerformanceResult:
         return self.bytes_moved / (self.prepared_us * 1e3) if self.prepared_us else None
 
     @property
+    def tbps(self) -> float | None:
+        gbps = self.gbps
+        return gbps / 1e3 if gbps is not None else None
+
+    @property
     def ceiling_fraction(self) -> float | None:
         gbps = self.gbps
         return gbps / self.ceiling_gbps if gbps is not None and self.ceiling_gbps else None
@@ -110,6 +115,7 @@ class PerformanceResult:
 
     @property
     def compile_speedup(self) -> float | None:
+        """torch.compile time / our prepared time: > 1 means ours is faster."""
         if self.prepared_us and self.torch_compile_us:
             return self.torch_compile_us / self.prepared_us
         return None
@@ -135,7 +141,7 @@ class PerformanceResult:
 
     def to_dict(self) -> dict:
         row = asdict(self)
-        for name in ("gbps", "ceiling_fraction", "gflops", "speedup", "call_speedup", "compile_speedup",
+        for name in ("gbps", "tbps", "ceiling_fraction", "gflops", "speedup", "call_speedup", "compile_speedup",
                      "max_spread", "background_busy", "noisy"):
             row[name] = getattr(self, name)
         return row
@@ -144,15 +150,18 @@ class PerformanceResult:
 # -- table ---------------------------------------------------------------------
 
 def _num(value, fmt: str) -> str:
+    """`value` formatted, or "-" when it was not measured (None, inf, NaN)."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     return format(value, fmt)
 
 
 def _us(value) -> str:
-    if value is None:
-        return "-"
-    return format(value, ".1f") if value < 1e4 else format(value, ".0f")
+    return _num(value, ".1f" if value is None or value < 1e4 else ".0f")
+
+
+def _ratio(value, noisy=False) -> str:
+    return _num(value, ".2f") + ("x" if value is not None else "") + ("?" if noisy else " ")
 
 
 # (header, width, right-aligned, cell function)
@@ -167,20 +176,26 @@ _COLUMNS = [
     ("GB/s", 8, True, lambda r: _num(r.gbps, ".1f")),
     ("%ceil", 6, True, lambda r: _num(None if r.ceiling_fraction is None else 100 * r.ceiling_fraction, ".0f")),
     ("GFLOP/s", 8, True, lambda r: _num(r.gflops, ".2f") if r.flops else "-"),
-    ("vs torch", 9, True, lambda r: _num(r.speedup, ".2f") + ("x" if r.speedup is not None else "")
-     + ("?" if r.noisy else " ")),
+    ("vs torch", 9, True, lambda r: _ratio(r.speedup, r.noisy)),
 ]
-_COMPILE_COLUMN = ("compile us", 10, True, lambda r: _us(r.torch_compile_us))
+# With --torch-compile: its time after torch's, and our ratio to it after ours to torch.
+_COMPILE_COLUMNS = {"torch us": ("compile us", 10, True, lambda r: _us(r.torch_compile_us)),
+                    "vs torch": ("vs compile", 10, True, lambda r: _ratio(r.compile_speedup, r.noisy))}
+# On a GPU: bandwidth in TB/s.
+_TBPS_COLUMN = ("TB/s", 6, True, lambda r: _num(r.tbps, ".2f"))
 
 
 class TableFormatter:
     """Fixed-width rows, so rows can be printed as soon as they are measured.
     `case_names`/`variants` size the two free-text columns."""
 
-    def __init__(self, case_names: Sequence[str] = (), variants: Sequence[str] = (), with_compile=False):
-        self.columns = list(_COLUMNS)
-        if with_compile:
-            self.columns.insert(7, _COMPILE_COLUMN)
+    def __init__(self, case_names: Sequence[str] = (), variants: Sequence[str] = (), with_compile=False,
+                 tbps=False):
+        self.columns = []
+        for column in _COLUMNS:
+            self.columns.append(_TBPS_COLUMN if tbps and column[0] == "GB/s" else column)
+            if with_compile and column[0] in _COMPILE_COLUMNS:
+                self.columns.append(_COMPILE_COLUMNS[column[0]])
         case_w = max([len("case")] + [len(n) for n in case_names])
         var_w = max([len("variant"), 16] + [len(v) for v in variants])
         self.widths = [case_w if h == "case" else var_w if h == "variant" else w for h, w, _, _ in self.columns]
@@ -206,26 +221,37 @@ class TableFormatter:
         return "\n".join([self.header()] + [self.row(r) for r in results])
 
 
-def format_table(results: Sequence[PerformanceResult], with_compile=False) -> str:
-    fmt = TableFormatter([r.case for r in results], [r.variant or "" for r in results], with_compile)
+def format_table(results: Sequence[PerformanceResult], with_compile=False, tbps=False) -> str:
+    fmt = TableFormatter([r.case for r in results], [r.variant or "" for r in results], with_compile, tbps)
     return fmt.table(results)
 
 
 # -- summary -------------------------------------------------------------------
 
+def _spread(values) -> dict:
+    return {"min": min(values) if values else None, "median": statistics.median(values) if values else None,
+            "max": max(values) if values else None}
+
+
 def speedup_summary(results: Sequence[PerformanceResult]) -> dict:
-    """Per op: count, and min/median/max of torch_us/prepared_us over measured rows."""
+    """Per op: count, and min/median/max of each peer's time / our prepared
+    time (torch eager; torch.compile where measured) and of the fraction of
+    the copy ceiling, over the rows measured."""
     summary = {}
     for op in dict.fromkeys(r.op for r in results):
         rows = [r for r in results if r.op == op]
-        speedups = [r.speedup for r in rows if r.status == "ok" and r.speedup is not None]
+        ok = [r for r in rows if r.status == "ok"]
+        speedups = [r.speedup for r in ok if r.speedup is not None]
+        eager = _spread(speedups)
         summary[op] = {
             "rows": len(rows),
             "measured": len(speedups),
             "not_ok": [f"{r.case}/{r.dtype}: {r.status}" for r in rows if r.status != "ok"],
-            "min_speedup": min(speedups) if speedups else None,
-            "median_speedup": statistics.median(speedups) if speedups else None,
-            "max_speedup": max(speedups) if speedups else None,
+            "min_speedup": eager["min"],
+            "median_speedup": eager["median"],
+            "max_speedup": eager["max"],
+            "compile_speedup": _spread([r.compile_speedup for r in ok if r.compile_speedup is not None]),
+            "ceiling_fraction": _spread([r.ceiling_fraction for r in ok if r.ceiling_fraction is not None]),
         }
     return summary
 

@@ -8,6 +8,7 @@ case against a float64 reference, times it and returns a PerformanceResult.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import torch
 
@@ -16,7 +17,8 @@ from operator_runtime_testing.benchmark import BenchCase, TimingConfig, measure,
 from operator_runtime_testing.performance import (FLOPS_PER_ELEMENT, PerformanceResult, dtype_name,
                                                   min_bytes_moved)
 
-OPS = ("copy", "vector_add", "reduce_sum", "softmax")
+# Every op with a driver here (tests/bench/<op>.py): nothing to list by hand.
+OPS = tuple(sorted(p.stem for p in Path(__file__).resolve().parent.glob("*.py") if not p.stem.startswith("_")))
 
 # ||ours - ref|| / ||ref|| must stay under max(this, 2 x torch's own error):
 # output rounding of each dtype, with room for a different summation order.
