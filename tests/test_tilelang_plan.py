@@ -16,6 +16,7 @@ import math
 import pytest
 import torch
 
+pytest.importorskip("tilelang")
 tilelang_backend = pytest.importorskip("operator_runtime._internal.tilelang_backend")
 from operator_runtime_testing import make_generator  # noqa: E402
 

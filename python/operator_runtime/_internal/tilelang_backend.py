@@ -53,8 +53,10 @@ def kernel_roots() -> list[Path]:
     if os.environ.get("OPRT_TILELANG_OPS_DIR"):
         roots.append(Path(os.environ["OPRT_TILELANG_OPS_DIR"]))
     here = Path(__file__).resolve()
-    roots.append(here.parents[3] / "ops")                # source checkout: <repo>/python/operator_runtime/_internal
     roots.append(here.parents[1] / "_tilelang_ops")      # wheel: operator_runtime/_tilelang_ops/<op>/tilelang
+    repo = here.parents[3]                               # source checkout: <repo>/python/operator_runtime/_internal
+    if (repo / "ops" / "common").is_dir():
+        roots.append(repo / "ops")
     return roots
 
 
