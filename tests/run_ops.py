@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Test and benchmark the operators on one backend.
 
-  python tests/run_ops.py --op {copy|vector_add|reduce_sum|softmax|all}
+  python tests/run_ops.py --op {copy|vector_add|reduce_sum|softmax|all} [more ops]
                           --backend {best|cpu|nvidia|tilelang|...}
                           --mode {test|bench|all} [--json PATH] [--quick]
                           [--dtype float32 float16 ...] [--case SUBSTRING]
@@ -58,7 +58,8 @@ CPU_TARGET = (4 * 2**20, 1.5)  # CPU: contiguous cases of >= 4M elements within 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--op", default="all", choices=OPS + ("all",))
+    p.add_argument("--op", nargs="+", default=["all"], choices=OPS + ("all",), metavar="OP",
+                   help=f"one or more of {', '.join(OPS)}, or all")
     p.add_argument("--backend", default="best",
                    help="backend name, or 'best': the first of nvidia, tilelang, cpu that runs every selected op")
     p.add_argument("--mode", default="all", choices=("test", "bench", "all"))
@@ -306,7 +307,7 @@ def print_host_overhead(overheads) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    ops = list(OPS) if args.op == "all" else [args.op]
+    ops = list(OPS) if "all" in args.op else list(dict.fromkeys(args.op))
     backend, device_type = resolve_backend(args.backend, ops)
     status = 0
     if args.mode in ("test", "all"):
