@@ -11,7 +11,7 @@
 # root (filled here by `python -m operator_runtime._internal.tilelang_compile`)
 # is used when present, so the GPU does not wait for nvcc.
 # Settings: OPRT_SKIP_BUILD=1, OPRT_TEST_TIMEOUT (s, default 360),
-# OPRT_PYTEST_ARGS (default "-q -x"), OPRT_BENCH_ARGS.
+# OPRT_PYTEST_ARGS (default "-q -x"), OPRT_MEMORY_TIMEOUT, OPRT_BENCH_TIMEOUT, OPRT_BENCH_ARGS.
 set -uo pipefail
 out=${1:?usage: scripts/tilelang_gpu_check.sh OUTDIR}
 mkdir -p "$out"
@@ -39,9 +39,9 @@ timeout "${OPRT_TEST_TIMEOUT:-360}" python3 -m pytest tests/ --backend tilelang 
 status=${PIPESTATUS[0]}
 echo "tests: exit $status, $(( $(date +%s) - t )) s"
 t=$(date +%s)
-timeout 300 python3 -m pytest tests/test_tilelang_memory.py --backend tilelang -s -q -p no:cacheprovider 2>&1 \
+timeout "${OPRT_MEMORY_TIMEOUT:-300}" python3 -m pytest tests/test_tilelang_memory.py --backend tilelang -s -q -p no:cacheprovider 2>&1 \
   | tee "$out/memory.log" | tail -5
 echo "memory: $(( $(date +%s) - t )) s"
 # shellcheck disable=SC2086
-timeout 300 python3 -m operator_runtime._internal.tilelang_bench ${OPRT_BENCH_ARGS:-} 2>&1 | tee "$out/bench.log"
+timeout "${OPRT_BENCH_TIMEOUT:-300}" python3 -m operator_runtime._internal.tilelang_bench ${OPRT_BENCH_ARGS:-} 2>&1 | tee "$out/bench.log"
 exit "$status"
