@@ -53,6 +53,11 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
+def _quotient(numerator, denominator) -> float | None:
+    """numerator / denominator when both were measured (and are non-zero)."""
+    return numerator / denominator if numerator and denominator else None
+
+
 @dataclass
 class PerformanceResult:
     """One profiler-style row: one op, one case, one dtype on one backend."""
@@ -102,23 +107,17 @@ class PerformanceResult:
     @property
     def speedup(self) -> float | None:
         """torch time / our prepared time: > 1 means ours is faster."""
-        if self.prepared_us and self.torch_us:
-            return self.torch_us / self.prepared_us
-        return None
+        return _quotient(self.torch_us, self.prepared_us)
 
     @property
     def call_speedup(self) -> float | None:
         """torch time / our out-of-place time."""
-        if self.call_us and self.torch_us:
-            return self.torch_us / self.call_us
-        return None
+        return _quotient(self.torch_us, self.call_us)
 
     @property
     def compile_speedup(self) -> float | None:
         """torch.compile time / our prepared time: > 1 means ours is faster."""
-        if self.prepared_us and self.torch_compile_us:
-            return self.torch_compile_us / self.prepared_us
-        return None
+        return _quotient(self.torch_compile_us, self.prepared_us)
 
     @property
     def max_spread(self) -> float | None:

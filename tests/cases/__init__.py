@@ -56,6 +56,30 @@ class ApiErrorCase:
         return iter((self.name, self, self.error, self.fragment))
 
 
+def unary_case(name, shape, layout="contiguous", out_layout="contiguous", **params) -> Case:
+    """A Case of a one-input op (reduce_sum, softmax): params are the op's keywords."""
+    return Case(name, [shape], [layout], params=params, out_layout=out_layout)
+
+
+def call_forms(op: str) -> tuple:
+    """The op's three forms as (backend, *args) callables, as ApiErrorCase
+    calls them: op(*args), op_(out, *args), prepare_op(out, *args)."""
+    import operator_runtime as oprt
+
+    plain, out_variant, prepare = getattr(oprt, op), getattr(oprt, f"{op}_"), getattr(oprt, f"prepare_{op}")
+
+    def call(backend, *args):
+        return plain(*args, backend=backend)
+
+    def call_(backend, *args):
+        return out_variant(*args, backend=backend)
+
+    def call_prepare(backend, *args):
+        return prepare(*args, backend=backend)
+
+    return call, call_, call_prepare
+
+
 def randn(*shape, device, dtype=torch.float32, seed=0):
     """Deterministic random data for the error cases (never zeros)."""
     generator = torch.Generator(device="cpu").manual_seed(seed)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import torch
 
-import operator_runtime as oprt
+from . import ApiErrorCase, Case, call_forms, randn
 
-from . import ApiErrorCase, Case, randn
+
+_copy, _copy_, _prepare = call_forms("copy")
 
 
 def correctness_cases():
@@ -40,16 +41,7 @@ def correctness_cases():
     ]
 
 
-def _copy(backend, src):
-    return oprt.copy(src, backend=backend)
 
-
-def _copy_(backend, out, src):
-    return oprt.copy_(out, src, backend=backend)
-
-
-def _prepare(backend, out, src):
-    return oprt.prepare_copy(out, src, backend=backend)
 
 
 def _overlapping_pair(device):

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import torch
 
-import operator_runtime as oprt
-
-from . import ApiErrorCase, Case, randn
+from . import ApiErrorCase, call_forms, randn, unary_case as _c
 
 
-def _c(name, shape, layout="contiguous", out_layout="contiguous", **params):
-    return Case(name, [shape], [layout], params=params, out_layout=out_layout)
+_sum, _sum_, _prepare = call_forms("reduce_sum")
 
 
 def correctness_cases():
@@ -57,16 +54,7 @@ def correctness_cases():
     ]
 
 
-def _sum(backend, src, *args):
-    return oprt.reduce_sum(src, *args, backend=backend)
 
-
-def _sum_(backend, out, src, *args):
-    return oprt.reduce_sum_(out, src, *args, backend=backend)
-
-
-def _prepare(backend, out, src, *args):
-    return oprt.prepare_reduce_sum(out, src, *args, backend=backend)
 
 
 def _out_overlaps_src(device):

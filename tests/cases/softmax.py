@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import torch
 
-import operator_runtime as oprt
-
-from . import ApiErrorCase, Case, randn
+from . import ApiErrorCase, call_forms, randn, unary_case as _c
 
 
-def _c(name, shape, layout="contiguous", out_layout="contiguous", **params):
-    return Case(name, [shape], [layout], params=params, out_layout=out_layout)
+_softmax, _softmax_, _prepare = call_forms("softmax")
 
 
 def correctness_cases():
@@ -47,16 +44,7 @@ def correctness_cases():
     ]
 
 
-def _softmax(backend, src, *args):
-    return oprt.softmax(src, *args, backend=backend)
 
-
-def _softmax_(backend, out, src, *args):
-    return oprt.softmax_(out, src, *args, backend=backend)
-
-
-def _prepare(backend, out, src, *args):
-    return oprt.prepare_softmax(out, src, *args, backend=backend)
 
 
 def _out_overlaps_src(device):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import torch
 
-import operator_runtime as oprt
+from . import ApiErrorCase, Case, call_forms, randn
 
-from . import ApiErrorCase, Case, randn
+
+_add, _add_, _prepare = call_forms("vector_add")
 
 
 def correctness_cases():
@@ -42,16 +43,7 @@ def correctness_cases():
     ]
 
 
-def _add(backend, a, b):
-    return oprt.vector_add(a, b, backend=backend)
 
-
-def _add_(backend, out, a, b):
-    return oprt.vector_add_(out, a, b, backend=backend)
-
-
-def _prepare(backend, out, a, b):
-    return oprt.prepare_vector_add(out, a, b, backend=backend)
 
 
 def _out_overlaps(which):
