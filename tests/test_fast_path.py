@@ -323,3 +323,36 @@ def test_prepared_run_unchanged(named, device):
         assert_bitwise_equal(out, oprt.softmax(x, backend=named))
     with pytest.raises(RuntimeError, match="destroyed"):
         prepared.run()
+
+
+def test_python_descriptor_gets_the_broadcast_views(named, device, monkeypatch):
+    """A descriptor without a C entry point (TileLang's) is called with the
+    plan's inputs, broadcast to out's shape, on the fast path as well."""
+    from operator_runtime._internal import backends as backends_module
+
+    seen = []
+    original = backends_module.CDescriptor.execute
+
+    def recording(self, out, inputs, workspace, stream):
+        seen.append([tuple(t.shape) for t in inputs])
+        return original(self, out, inputs, workspace, stream)
+
+    monkeypatch.setattr(backends_module.CDescriptor, "c_execute", property(lambda self: None))
+    monkeypatch.setattr(backends_module.CDescriptor, "execute", recording)
+    DESCRIPTOR_CACHE.clear()
+    a, b = _randn((4, 5), device), _randn((5,), device, seed=1)
+    out = torch.empty(4, 5, device=device)
+    for _ in range(3):
+        assert_close(oprt.vector_add(a, b, backend=named), a.double().cpu() + b.double().cpu(), torch.float32)
+        oprt.copy_(out, b, backend=named)
+        assert_bitwise_equal(out, b.expand(4, 5).contiguous())
+    assert len(seen) == 6 and all(shapes in ([(4, 5), (4, 5)], [(4, 5)]) for shapes in seen), seen
+
+
+def test_destroyed_python_descriptor_is_noticed():
+    from types import SimpleNamespace
+
+    assert engine._alive(SimpleNamespace(_destroyed=True)) is False
+    assert engine._alive(SimpleNamespace(_destroyed=False)) is True
+    assert engine._alive(SimpleNamespace(alive=False)) is False
+    assert engine._alive(object()) is True

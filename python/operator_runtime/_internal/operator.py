@@ -141,7 +141,8 @@ class DescriptorCache:
 
 
 def _alive(descriptor) -> bool:
-    return getattr(descriptor, "alive", True)
+    alive = getattr(descriptor, "alive", None)
+    return alive if alive is not None else not getattr(descriptor, "_destroyed", False)
 
 
 def _signature(t: torch.Tensor) -> tuple:
@@ -152,7 +153,7 @@ class _CallEntry:
     """What a repeated call needs: the descriptor and how to run it."""
 
     __slots__ = ("slot", "descriptor_key", "impl", "descriptor", "out_shape", "out_dtype", "device",
-                 "workspace_size", "cuda_index", "spans", "out_span", "like", "c_execute")
+                 "workspace_size", "cuda_index", "spans", "out_span", "like", "c_execute", "expand")
 
     def __init__(self, slot, descriptor_key, impl, out, plan, inputs, given_out):
         self.slot = slot
@@ -165,6 +166,11 @@ class _CallEntry:
         self.workspace_size = self.descriptor.workspace_size
         # The typed C function of a C descriptor, called inline by the fast path.
         self.c_execute = getattr(self.descriptor, "c_execute", None)
+        # Per input, the plan's shape where the plan broadcast it (else None);
+        # () when no input was broadcast.
+        expand = tuple(None if tuple(t.shape) == tuple(p.shape) else tuple(p.shape)
+                       for t, p in zip(inputs, plan.inputs))
+        self.expand = expand if any(e is not None for e in expand) else ()
         self.cuda_index = out.device.index if impl.device_type == "cuda" else None
         # A new out can be torch.empty_like(inputs[like]) (cheaper than
         # torch.empty) when that input has exactly out's dtype, shape,
@@ -359,9 +365,18 @@ class Operator:
                 if ptr + lo < o1 and o0 < ptr + hi and not (same and ptr == out_ptr):
                     return self._call_slow(out, inputs, params, backend, None)  # raises the overlap error
         descriptor = entry.descriptor
-        if not descriptor.alive:  # destroyed behind the cache's back: make a new one
-            DESCRIPTOR_CACHE.drop_call(key)
-            return self._call_slow(out, inputs, params, backend, key)
+        execute = entry.c_execute
+        if execute is not None:
+            handle = descriptor._handle
+            if handle is None:  # destroyed behind the cache's back: make a new one
+                DESCRIPTOR_CACHE.drop_call(key)
+                return self._call_slow(out, inputs, params, backend, key)
+        else:
+            if not _alive(descriptor):
+                DESCRIPTOR_CACHE.drop_call(key)
+                return self._call_slow(out, inputs, params, backend, key)
+            if entry.expand:  # a Python descriptor may read shapes: give it the plan's (broadcast) views
+                inputs = tuple(t if shape is None else t.expand(shape) for t, shape in zip(inputs, entry.expand))
         entry.slot.used = True
         cuda_index = entry.cuda_index
         if cuda_index is None:
@@ -372,15 +387,12 @@ class Operator:
                 workspace = _call_workspace(entry.device, stream, entry.workspace_size, True)
                 _launch(entry.impl, cuda_index, descriptor, out, inputs, workspace, entry.device)
                 return out
-        execute = entry.c_execute
         if execute is None or entry.workspace_size:
             workspace = _call_workspace(entry.device, stream, entry.workspace_size, cuda_index is not None)
             descriptor.execute(out, inputs, workspace, stream)
             return out
-        # A C descriptor without workspace: the ctypes call, inline.
-        handle = descriptor._handle
-        if handle is None:
-            raise RuntimeError("descriptor was destroyed")
+        # A C descriptor without workspace: the ctypes call, inline (only
+        # data pointers cross, and an expanded view shares its tensor's).
         if len(inputs) == 1:
             status = execute(handle, None, 0, out.data_ptr(), inputs[0].data_ptr(), stream)
         elif len(inputs) == 2:
