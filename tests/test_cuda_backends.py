@@ -473,7 +473,9 @@ from operator_runtime import OperatorRuntimeError
 backend = sys.argv[1]
 x = torch.randn(1 << 20, device="cuda")
 out = torch.empty_like(x)
-prepared = oprt.prepare_copy(out, x, backend=backend)
+# vector_add, not copy: a contiguous copy may be a cudaMemcpyAsync, which
+# could take an unknown address for host memory and fault in the driver
+prepared = oprt.prepare_vector_add(out, x, x, backend=backend)
 descriptor = prepared._descriptor
 if not hasattr(descriptor, "c_execute"):
     print("SKIP: the backend's descriptors are not C descriptors")
@@ -487,8 +489,8 @@ class Unmapped:
 
 
 try:
-    descriptor.execute(out, (Unmapped(),), None, torch.cuda.current_stream().cuda_stream)
-    oprt.copy_(out, x, backend=backend)  # the (sticky) fault surfaces here at the latest
+    descriptor.execute(out, (x, Unmapped()), None, torch.cuda.current_stream().cuda_stream)
+    oprt.vector_add_(out, x, x, backend=backend)  # the (sticky) fault surfaces here at the latest
 except OperatorRuntimeError as error:
     print("OPERATOR_RUNTIME_ERROR", error.status_name, error.message)
     sys.exit(0)
