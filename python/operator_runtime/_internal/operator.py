@@ -459,6 +459,10 @@ class PreparedOp:
         self.workspace_size = descriptor.workspace_size
         self._workspace = (torch.empty(self.workspace_size, dtype=torch.uint8, device=out.device)
                            if self.workspace_size else None)
+        # run() on CPU calls a C descriptor's typed entry point inline.
+        self._c_execute = getattr(descriptor, "c_execute", None) if self._cuda_index is None else None
+        self._ws = ((self._workspace.data_ptr(), self._workspace.numel()) if self._workspace is not None
+                    else (None, 0))
 
     @property
     def backend(self) -> str:
@@ -482,7 +486,22 @@ class PreparedOp:
             out, inputs = self._rebind(out, inputs)
         if self._empty:
             return out
-        if self._cuda_index is None:
+        execute = self._c_execute
+        if execute is not None:
+            handle = descriptor._handle
+            if handle is None:
+                raise RuntimeError(f"prepared {self._operator.name}: its descriptor was destroyed")
+            ws_ptr, ws_size = self._ws
+            if len(inputs) == 1:
+                status = execute(handle, ws_ptr, ws_size, out.data_ptr(), inputs[0].data_ptr(), None)
+            elif len(inputs) == 2:
+                status = execute(handle, ws_ptr, ws_size, out.data_ptr(), inputs[0].data_ptr(),
+                                 inputs[1].data_ptr(), None)
+            else:
+                status = execute(handle, ws_ptr, ws_size, out.data_ptr(), *[t.data_ptr() for t in inputs], None)
+            if status:
+                descriptor.check(status)
+        elif self._cuda_index is None:
             descriptor.execute(out, inputs, self._workspace, None)
         else:
             _launch(self._impl, self._cuda_index, descriptor, out, inputs, self._workspace, self._device)
