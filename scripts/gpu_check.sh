@@ -29,8 +29,11 @@
 #   bench     python tests/run_ops.py --op all --backend nvidia --mode bench
 #               --json OUTDIR/bench.json --torch-compile          -> bench.log, bench.json
 #   bench:OP  the same for some ops only (bench:copy bench:vector_add in one
-#             call: one run, one bench.json); with --torch-compile all four
-#             ops may not fit in 10 minutes, two per call do
+#             call: one run, one bench.json). torch.compile compiles every
+#             case anew, so all four ops will not fit in 10 minutes: give
+#             one or two ops per call (bench.json is rewritten after every
+#             row, so a run cut short still leaves its rows; "complete" in
+#             its meta says whether it finished)
 #
 # The last lines printed are a summary table (also OUTDIR/summary.txt, written
 # after every phase, so a call cut short still leaves it). OUTDIR holds at

@@ -191,6 +191,10 @@ def run_bench(ops, backend, device_type, args):
             notes.append(f"{op}: skipped {skipped} GPU-only case(s) on the CPU")
         plan.append((op, cases))
 
+    def meta(complete: bool) -> dict:
+        return {"backend": backend, "device": info, "copy_ceiling": ceiling, "host_overhead_us": overheads,
+                "args": vars(args), "notes": notes, "timing_config": vars(config), "complete": complete}
+
     names = [c.name for _, cases in plan for c in cases]
     table = TableFormatter(names, with_compile=args.torch_compile and device_type == "cuda",
                            tbps=device_type == "cuda")
@@ -224,17 +228,19 @@ def run_bench(ops, backend, device_type, args):
             print(table.row(row), flush=True)
             if device_type == "cuda":
                 torch.cuda.empty_cache()
+            if args.json:  # rewritten after every row: a run cut short still leaves what it measured
+                write_json(args.json, results, meta(complete=False))
         if args.host_calls > 0:
             try:
                 overheads[op] = bench_pkg.host_overhead(bench, backend, device, args.host_calls)
             except Exception as error:
                 notes.append(f"{op}: host-overhead measurement failed: {type(error).__name__}: {error}")
+            if args.json:
+                write_json(args.json, results, meta(complete=False))
 
     print_summary(results, overheads, notes, device_type)
     if args.json:
-        meta = {"backend": backend, "device": info, "copy_ceiling": ceiling, "host_overhead_us": overheads,
-                "args": vars(args), "notes": notes, "timing_config": vars(config)}
-        write_json(args.json, results, meta)
+        write_json(args.json, results, meta(complete=True))
         print(f"[bench] wrote {args.json}")
     if any(r.status in ("wrong", "error") for r in results):
         return 1
