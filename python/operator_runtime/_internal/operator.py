@@ -34,6 +34,7 @@ from .backends import backend_impl, cuda_current_device, cuda_is_capturing
 from .tensors import (_byte_span, require_dtype, require_no_partial_overlap, require_no_self_overlap,
                       require_tensor)
 
+
 @dataclass
 class Plan:
     inputs: tuple            # tensors with out's shape (broadcast as stride-0 dims)
