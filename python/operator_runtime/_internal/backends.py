@@ -154,6 +154,12 @@ class CBackend:
             return cuda_raw_stream(device.index)
         return None
 
+    @property
+    def raw_stream(self):
+        """index -> the current cudaStream_t of that device, as one call into
+        torch (None where this torch has no such entry point)."""
+        return _RAW_STREAM if self.device_type == "cuda" else None
+
 
 # -- CUDA helpers for the per-call path (cheap private torch entry points when
 #    this torch build has them, the public API otherwise) ------------------------

@@ -154,7 +154,8 @@ class _CallEntry:
     """What a repeated call needs: the descriptor and how to run it."""
 
     __slots__ = ("slot", "descriptor_key", "impl", "descriptor", "out_shape", "out_dtype", "device",
-                 "workspace_size", "cuda_index", "spans", "out_span", "like", "c_execute", "expand")
+                 "workspace_size", "cuda_index", "raw_stream", "spans", "out_span", "like", "c_execute",
+                 "expand")
 
     def __init__(self, slot, descriptor_key, impl, out, plan, inputs, given_out):
         self.slot = slot
@@ -173,6 +174,8 @@ class _CallEntry:
                        for t, p in zip(inputs, plan.inputs))
         self.expand = expand if any(e is not None for e in expand) else ()
         self.cuda_index = out.device.index if impl.device_type == "cuda" else None
+        # A C backend's stream is torch's current raw stream (one C call).
+        self.raw_stream = getattr(impl, "raw_stream", None) if self.cuda_index is not None else None
         # A new out can be torch.empty_like(inputs[like]) (cheaper than
         # torch.empty) when that input has exactly out's dtype, shape,
         # strides and device: empty_like keeps a dense tensor's strides.
@@ -383,7 +386,8 @@ class Operator:
         if cuda_index is None:
             stream = None
         else:
-            stream = entry.impl.stream(entry.device)
+            raw_stream = entry.raw_stream
+            stream = raw_stream(cuda_index) if raw_stream is not None else entry.impl.stream(entry.device)
             if cuda_current_device() != cuda_index:
                 workspace = _call_workspace(entry.device, stream, entry.workspace_size, True)
                 _launch(entry.impl, cuda_index, descriptor, out, inputs, workspace, entry.device)
