@@ -108,6 +108,9 @@ VARIANT_CASES = [
     ("softmax-rows-warp", "softmax", [(4096, 100)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-warp-unaligned", "softmax", [(333, 37)], "offset", {"dim": -1}, None),
     ("softmax-rows-block", "softmax", [(256, 8000)], "contiguous", {"dim": -1}, None),
+    ("softmax-rows-cluster2", "softmax", [(64, 50000)], "contiguous", {"dim": -1}, None),
+    ("softmax-rows-cluster4-unaligned", "softmax", [(7, 65537)], "offset", {"dim": -1}, None),
+    ("softmax-rows-cluster8", "softmax", [(16, 200001)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous", {"dim": -1}, None),
     ("softmax-columns", "softmax", [(1000, 4096)], "contiguous", {"dim": 0}, None),
     ("softmax-columns-split", "softmax", [(1 << 18, 8)], "contiguous", {"dim": 0}, None),
@@ -329,6 +332,7 @@ GRAPH_CASES = [
     ("sum-all-2^24", "reduce_sum", [(1 << 24,)], torch.float32, {"dim": None}),
     ("sum-columns", "reduce_sum", [(4096, 1024)], torch.float32, {"dim": 0}),
     ("softmax-4x2^20", "softmax", [(4, 1 << 20)], torch.float32, {"dim": -1}),
+    ("softmax-cluster-32x120000", "softmax", [(32, 120000)], torch.bfloat16, {"dim": -1}),
     ("softmax-rows-fp16", "softmax", [(4096, 1000)], torch.float16, {"dim": -1}),
     ("softmax-columns", "softmax", [(1000, 512)], torch.float32, {"dim": 0}),
 ]
@@ -416,6 +420,7 @@ DETERMINISM_CASES = [
     ("sum-columns-2^22x8", lambda x, b: oprt.reduce_sum(x, 0, backend=b), (1 << 22, 8), torch.float32),
     ("sum-square-all", lambda x, b: oprt.reduce_sum(x, None, backend=b), SQUARE, torch.float16),
     ("softmax-4x2^20", lambda x, b: oprt.softmax(x, -1, backend=b), (4, 1 << 20), torch.float32),
+    ("softmax-cluster-64x100000", lambda x, b: oprt.softmax(x, -1, backend=b), (64, 100000), torch.float32),
     ("softmax-2^20x4-dim0", lambda x, b: oprt.softmax(x, 0, backend=b), (1 << 20, 4), torch.float32),
     ("softmax-rows-bf16", lambda x, b: oprt.softmax(x, -1, backend=b), (8192, 4096), torch.bfloat16),
 ]
