@@ -65,7 +65,7 @@ def torch_call(op, inputs, params):
     if op == "reduce_sum":
         dim = params["dim"]
         if dim is None:
-            return lambda out: torch.sum(inputs[0], out=out)
+            return lambda out: torch.sum(inputs[0])
         return lambda out: torch.sum(inputs[0], dim, out=out)
     return lambda out: torch.softmax(inputs[0], params["dim"])
 
