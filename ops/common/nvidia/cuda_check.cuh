@@ -36,8 +36,13 @@ class StreamDeviceGuard {
   explicit StreamDeviceGuard(cudaStream_t stream) {
     OPRT_CUDA_CHECK(cudaGetDevice(&previous_));
     device_ = previous_;
-    if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread)
-      OPRT_CUDA_CHECK(cudaStreamGetDevice(stream, &device_));
+    // cudaStreamGetDevice is refused while the stream is being captured into
+    // a graph; capture then runs with the stream's device current anyway.
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
+      OPRT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+      if (capture == cudaStreamCaptureStatusNone) OPRT_CUDA_CHECK(cudaStreamGetDevice(stream, &device_));
+    }
     if (device_ != previous_) OPRT_CUDA_CHECK(cudaSetDevice(device_));
   }
   ~StreamDeviceGuard() {

@@ -39,11 +39,15 @@ struct ElementwiseArgs {
 // ---- dense ------------------------------------------------------------------
 // Elements [0, head) and [head + vectors * VEC, numel) go scalar; the rest as
 // whole vectors, all operands 16-byte aligned there.
-template <class Op, class Out, class In, int K>
+template <class Op, class Out, class In, int K, bool kAnyScalar>
 __global__ void __launch_bounds__(kElementwiseThreads)
 dense_kernel(ElementwiseArgs<Out, In, K> args, Op op, int64_t numel, int64_t head, int64_t vectors) {
   constexpr int VEC = kElementwiseVec<Out, In>;
   constexpr int U = kElementwiseUnroll;
+  if constexpr (!kAnyScalar) {  // lets the compiler drop the per-element scalar checks
+#pragma unroll
+    for (int k = 0; k < K; ++k) args.scalar[k] = false;
+  }
   In scalar_value[K];
 #pragma unroll
   for (int k = 0; k < K; ++k) scalar_value[k] = args.scalar[k] ? args.in[k][0] : In{};
@@ -87,17 +91,20 @@ dense_kernel(ElementwiseArgs<Out, In, K> args, Op op, int64_t numel, int64_t hea
 }
 
 // ---- rows -------------------------------------------------------------------
-// A task is one chunk of one row; rows are the layout's outer dims. Inner
-// strides are 1, or 0 for a per-row broadcast value.
+// A task is one chunk of one row, done by a group of G threads (G from the
+// row length, so short rows do not leave most of a block idle); rows are the
+// layout's outer dims. Inner strides are 1, or 0 for a per-row broadcast value.
 template <class Op, class Out, class In, int K, class Index>
 __global__ void __launch_bounds__(kElementwiseThreads)
 rows_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> rows, int64_t row_length,
-            int64_t chunks_per_row, int64_t tasks) {
+            int64_t chunks_per_row, int64_t tasks, int group_size) {
   constexpr int VEC = kElementwiseVec<Out, In>;
   constexpr int U = kElementwiseUnroll;
-  const int64_t chunk = int64_t{blockDim.x} * VEC * U;
+  const int64_t chunk = int64_t{group_size} * VEC * U;
+  const int groups = blockDim.x / group_size, lane = threadIdx.x % group_size;
   const bool* broadcast = args.scalar;  // here: one value per row
-  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+  for (int64_t task = int64_t{blockIdx.x} * groups + threadIdx.x / group_size; task < tasks;
+       task += int64_t{gridDim.x} * groups) {
     const int64_t row = task / chunks_per_row;
     const int64_t begin = (task - row * chunks_per_row) * chunk;
     const int64_t end = begin + chunk < row_length ? begin + chunk : row_length;
@@ -128,19 +135,19 @@ rows_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> ro
     const int64_t vec_begin = begin + head;
     const int64_t vectors = (end - vec_begin) / VEC;
     const int64_t vec_end = vec_begin + vectors * VEC;
-    for (int64_t i = begin + threadIdx.x; i < vec_begin; i += blockDim.x) element(i);
-    for (int64_t i = vec_end + threadIdx.x; i < end; i += blockDim.x) element(i);
+    for (int64_t i = begin + lane; i < vec_begin; i += group_size) element(i);
+    for (int64_t i = vec_end + lane; i < end; i += group_size) element(i);
     Vec<In, VEC> x[U][K];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int64_t v = threadIdx.x + int64_t{u} * blockDim.x;
+      const int64_t v = lane + int64_t{u} * group_size;
 #pragma unroll
       for (int k = 0; k < K; ++k)
         if (v < vectors && !broadcast[k]) x[u][k] = load_vec<In, VEC>(in[k] + vec_begin + v * VEC);
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int64_t v = threadIdx.x + int64_t{u} * blockDim.x;
+      const int64_t v = lane + int64_t{u} * group_size;
       if (v >= vectors) break;
       Vec<Out, VEC> y;
 #pragma unroll
@@ -187,7 +194,7 @@ strided_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index>
 enum class ElementwiseKind { kDense, kRows, kStrided };
 
 // Below this row length the rows kernel leaves most threads idle.
-constexpr int64_t kMinRowLength = 256;
+constexpr int64_t kMinRowLength = 64;
 
 template <int N>
 ElementwiseKind choose_elementwise_kind(const StridedLayout<N>& l) {
@@ -242,19 +249,27 @@ void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout
     const int64_t scalars = numel - vectors * VEC;
     const int64_t tasks = ceil_div(vectors > scalars ? vectors : scalars, int64_t{kElementwiseThreads} * U);
     const unsigned grid = grid_for(tasks, blocks_per_sm, 2);
-    dense_kernel<Op, Out, In, K><<<grid, kElementwiseThreads, 0, stream>>>(args, op, numel, head, vectors);
+    bool any_scalar = false;
+    for (int k = 0; k < K; ++k) any_scalar |= args.scalar[k];
+    if (any_scalar)
+      dense_kernel<Op, Out, In, K, true><<<grid, kElementwiseThreads, 0, stream>>>(args, op, numel, head, vectors);
+    else
+      dense_kernel<Op, Out, In, K, false><<<grid, kElementwiseThreads, 0, stream>>>(args, op, numel, head, vectors);
     check_launch("dense elementwise kernel");
     return;
   }
   if (kind == ElementwiseKind::kRows) {
     const StridedLayout<K + 1> outer = outer_dims(layout);
     const int64_t rows = outer.numel(), length = layout.inner_size();
-    const int64_t chunks = ceil_div(length, int64_t{kElementwiseThreads} * VEC * U);
+    int group = 32;  // threads per task: enough to cover the row in one chunk, 32..256
+    while (group < kElementwiseThreads && int64_t{group} * VEC * U < length) group *= 2;
+    const int64_t chunks = ceil_div(length, int64_t{group} * VEC * U);
+    const int64_t tasks = rows * chunks;
     dispatch_index(rows, [&](auto index) {
       using Index = decltype(index);
-      const unsigned grid = grid_for(rows * chunks, blocks_per_sm, 4);
+      const unsigned grid = grid_for(ceil_div(tasks, kElementwiseThreads / group), blocks_per_sm, 4);
       rows_kernel<Op, Out, In, K, Index><<<grid, kElementwiseThreads, 0, stream>>>(
-          args, op, OffsetCalc<K + 1, Index>(outer), length, chunks, rows * chunks);
+          args, op, OffsetCalc<K + 1, Index>(outer), length, chunks, tasks, group);
       check_launch("rows elementwise kernel");
     });
     return;

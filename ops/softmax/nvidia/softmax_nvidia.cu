@@ -392,6 +392,7 @@ struct SoftmaxNvidia : oprt_descriptor {
   int group = 0;            // rows: threads per row (<= 32), or 0 with `block` threads per row
   int block = 256;
   int cluster = 1;          // rows: blocks per row (a thread block cluster)
+  bool short_rows = false;  // rows_warp with 2 vectors per thread
   bool shift = false;       // rows: rows start at varying alignment
   int64_t splits = 1, chunk = 0;
   int tx = 32, ty = 8;      // columns
@@ -434,6 +435,14 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     const int64_t slots = ceil_div(d->length + (d->shift ? vec - 1 : 0), vec);
     const int64_t nv = kRowElementsPerThread / vec;
     const int64_t threads = ceil_div(slots, nv);
+    if (slots <= 2 * 32) {  // short rows: 2 vectors per thread, more threads per row
+      d->kind = Kind::kRows;
+      d->short_rows = true;
+      d->group = static_cast<int>(ceil_pow2(ceil_div(slots, 2)));
+      d->block = 256;
+      d->variant = "rows_warp";
+      return d;
+    }
     if (threads <= 32) {
       d->kind = Kind::kRows;
       d->group = static_cast<int>(ceil_pow2(threads));
@@ -497,9 +506,8 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
 }
 
 // ---- launch --------------------------------------------------------------------------
-template <class T, int G, class Index>
+template <class T, int G, class Index, int NV = kRowElementsPerThread / kVec16<T>>
 void launch_rows_group(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
-  constexpr int NV = kRowElementsPerThread / kVec16<T>;
   const int groups = G ? d.block / G : 1;
   const unsigned grid = grid_for(ceil_div(d.nrows, groups), std::max(1, 2048 / d.block), 4);
   softmax_rows_kernel<T, G, NV, 1, Index><<<grid, d.block, 0, stream>>>(
@@ -510,7 +518,7 @@ void launch_rows_group(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_
 template <class T, int C, class Index>
 void launch_rows_cluster(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
   constexpr int NV = kRowElementsPerThread / kVec16<T>;
-  const int64_t clusters = std::min<int64_t>(d.nrows, grid_for(d.nrows, std::max(1, 2048 / d.block), 2) / C + 1);
+  const int64_t clusters = std::max<int64_t>(1, grid_for(d.nrows * C, std::max(1, 2048 / d.block), 2) / C);
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(clusters * C));
   config.blockDim = dim3(d.block);
@@ -535,6 +543,16 @@ void launch_combine(Stats* partials, int64_t groups, int64_t splits, int64_t wid
 
 template <class T, class Index>
 void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaStream_t stream) {
+  if (d.kind == Kind::kRows && d.short_rows) {
+    switch (d.group) {
+      case 1: return launch_rows_group<T, 1, Index, 2>(d, out, src, stream);
+      case 2: return launch_rows_group<T, 2, Index, 2>(d, out, src, stream);
+      case 4: return launch_rows_group<T, 4, Index, 2>(d, out, src, stream);
+      case 8: return launch_rows_group<T, 8, Index, 2>(d, out, src, stream);
+      case 16: return launch_rows_group<T, 16, Index, 2>(d, out, src, stream);
+      default: return launch_rows_group<T, 32, Index, 2>(d, out, src, stream);
+    }
+  }
   if (d.kind == Kind::kRows) {
     switch (d.group) {
       case 1: return launch_rows_group<T, 1, Index>(d, out, src, stream);
