@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../tensor.h"
 
@@ -66,18 +67,60 @@ __device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& v) {
   *reinterpret_cast<Vec<T, N>*>(p) = v;
 }
 
+// Conversions of a whole vector; 16-bit types convert in pairs (one
+// instruction per two elements), with the same rounding as one at a time.
+template <class T, int N>
+__device__ __forceinline__ void vec_to_floats(const Vec<T, N>& v, float (&x)[N]) {
+  if constexpr (std::is_same_v<T, half> && N % 2 == 0) {
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+      const float2 f = __half22float2(__halves2half2(v.v[i], v.v[i + 1]));
+      x[i] = f.x;
+      x[i + 1] = f.y;
+    }
+  } else if constexpr (std::is_same_v<T, bfloat16> && N % 2 == 0) {
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+      const float2 f = __bfloat1622float2(__halves2bfloat162(v.v[i], v.v[i + 1]));
+      x[i] = f.x;
+      x[i + 1] = f.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) x[i] = to_float(v.v[i]);
+  }
+}
+template <class T, int N>
+__device__ __forceinline__ void floats_to_vec(const float (&x)[N], Vec<T, N>& v) {
+  if constexpr (std::is_same_v<T, half> && N % 2 == 0) {
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+      const __half2 h = __floats2half2_rn(x[i], x[i + 1]);
+      v.v[i] = __low2half(h);
+      v.v[i + 1] = __high2half(h);
+    }
+  } else if constexpr (std::is_same_v<T, bfloat16> && N % 2 == 0) {
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+      const __nv_bfloat162 h = __floats2bfloat162_rn(x[i], x[i + 1]);
+      v.v[i] = __low2bfloat16(h);
+      v.v[i + 1] = __high2bfloat16(h);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) v.v[i] = from_float<T>(x[i]);
+  }
+}
+
 // Loads N elements as floats from a 16-byte-aligned address.
 template <int N, class T>
 __device__ __forceinline__ void load_floats(const T* p, float (&x)[N]) {
-  const Vec<T, N> v = load_vec<T, N>(p);
-#pragma unroll
-  for (int i = 0; i < N; ++i) x[i] = to_float(v.v[i]);
+  vec_to_floats(load_vec<T, N>(p), x);
 }
 template <int N, class T>
 __device__ __forceinline__ void store_floats(T* p, const float (&x)[N]) {
   Vec<T, N> v;
-#pragma unroll
-  for (int i = 0; i < N; ++i) v.v[i] = from_float<T>(x[i]);
+  floats_to_vec(x, v);
   store_vec<T, N>(p, v);
 }
 

@@ -124,15 +124,15 @@ rows_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> ro
       for (int k = 0; k < K; ++k) x[k] = broadcast[k] ? row_value[k] : in[k][i];
       out[i] = apply_op(op, x);
     };
-    // Vectors need every streamed operand aligned at the same element.
+    // Vectors start where out is 16-byte aligned; an input aligned
+    // differently there (e.g. a bias row against odd-width rows) is read
+    // element by element into the same vectors.
     int64_t head = elements_to_alignment(out + begin);
     if (head > end - begin) head = end - begin;
-    bool aligned = true;
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (!broadcast[k]) aligned &= ((reinterpret_cast<uintptr_t>(in[k] + begin + head) & 15) == 0);
-    if (!aligned) head = end - begin;
     const int64_t vec_begin = begin + head;
+    bool aligned[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) aligned[k] = (reinterpret_cast<uintptr_t>(in[k] + vec_begin) & 15) == 0;
     const int64_t vectors = (end - vec_begin) / VEC;
     const int64_t vec_end = vec_begin + vectors * VEC;
     for (int64_t i = begin + lane; i < vec_begin; i += group_size) element(i);
@@ -142,8 +142,15 @@ rows_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> ro
     for (int u = 0; u < U; ++u) {
       const int64_t v = lane + int64_t{u} * group_size;
 #pragma unroll
-      for (int k = 0; k < K; ++k)
-        if (v < vectors && !broadcast[k]) x[u][k] = load_vec<In, VEC>(in[k] + vec_begin + v * VEC);
+      for (int k = 0; k < K; ++k) {
+        if (v >= vectors || broadcast[k]) continue;
+        if (aligned[k]) {
+          x[u][k] = load_vec<In, VEC>(in[k] + vec_begin + v * VEC);
+        } else {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) x[u][k].v[e] = in[k][vec_begin + v * VEC + e];
+        }
+      }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {

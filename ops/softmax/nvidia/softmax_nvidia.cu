@@ -2,7 +2,8 @@
 // plan (softmax_plan.h) gives the softmax dim (length, strides) and the other
 // dims coalesced ("rows"). Variants:
 //   rows_warp / rows_block  src contiguous along the dim and the row fits in
-//            registers (up to 32K elements): a group of threads per row (a
+//            registers (up to 16K float32 / 32K 16-bit elements, kept in
+//            their own dtype): a group of threads per row (a
 //            few lanes of a warp, or a whole block) reads the row once, keeps
 //            it in registers through max, sum and scale, writes it once
 //   rows_cluster<C>  rows up to 8x longer: a cluster of C blocks per row,
@@ -21,6 +22,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "../../common/descriptor.h"
 #include "../../common/nvidia/cuda_types.cuh"
@@ -89,6 +91,13 @@ __device__ __forceinline__ bool aligned16(const T* p) {
 // vector slots lane, lane + G, ... of its slice; slot k covers row elements
 // k*VEC - shift .., where shift (when enabled) puts the slots on 16-byte
 // boundaries.
+// Threads per block for a row: 512, so a thread may use 128 registers and
+// keeps its 8 vectors (32 or 64 elements) without spilling.
+template <class T>
+__host__ __device__ constexpr int max_row_block() {
+  return 512;
+}
+
 template <int C, class Op>
 __device__ __forceinline__ float cluster_allreduce(float v, Op op, float* slot) {
   if constexpr (C == 1) {
@@ -105,7 +114,7 @@ __device__ __forceinline__ float cluster_allreduce(float v, Op op, float* slot) 
 }
 
 template <class T, int G, int NV, int C, class Index>
-__global__ void __launch_bounds__(G ? 256 : 1024)
+__global__ void __launch_bounds__(G ? 256 : max_row_block<T>())
 softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nrows, int64_t length,
                     int64_t out_stride, bool shift) {
   constexpr int VEC = kVec16<T>;
@@ -125,33 +134,43 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
     const T* p = src + offsets[1];
     T* q = out + offsets[0];
     const int64_t hs = (valid && shift) ? (reinterpret_cast<uintptr_t>(p) & 15) / sizeof(T) : 0;
-    float x[NV][VEC];
+    // The row stays in registers in its own dtype (16-bit rows hold twice
+    // the elements per register); float32 keeps exp(x - max) after pass 2,
+    // 16-bit recomputes it on the way out.
+    Vec<T, VEC> raw[NV];
+    const T padding = from_float<T>(-INFINITY);  // contributes exp(-inf) = 0
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
       const int64_t v0 = (int64_t{j} * tpr + lane) * VEC - hs;
       if (valid && v0 >= 0 && v0 + VEC <= length && aligned16(p + v0)) {
-        load_floats<VEC>(p + v0, x[j]);
+        raw[j] = load_vec<T, VEC>(p + v0);
       } else {
 #pragma unroll
-        for (int e = 0; e < VEC; ++e)
-          x[j][e] = valid && v0 + e >= 0 && v0 + e < length ? to_float(p[v0 + e]) : -INFINITY;
+        for (int e = 0; e < VEC; ++e) raw[j].v[e] = valid && v0 + e >= 0 && v0 + e < length ? p[v0 + e] : padding;
       }
     }
     float m = -INFINITY;
 #pragma unroll
-    for (int j = 0; j < NV; ++j)
+    for (int j = 0; j < NV; ++j) {
+      float x[VEC];
+      vec_to_floats(raw[j], x);
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) m = fmaxf(m, x[j][e]);
+      for (int e = 0; e < VEC; ++e) m = fmaxf(m, x[e]);
+    }
     m = G ? group_allreduce<(G ? G : 1)>(m, MaxOp{}, slots) : block_allreduce(m, MaxOp{}, slots);
     m = cluster_allreduce<C>(m, MaxOp{}, &cluster_max);
     float s = 0.0f;
 #pragma unroll
-    for (int j = 0; j < NV; ++j)
+    for (int j = 0; j < NV; ++j) {
+      float x[VEC];
+      vec_to_floats(raw[j], x);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
-        x[j][e] = exp_minus(x[j][e], m);  // padding (-inf) gives 0
-        s += x[j][e];
+        x[e] = exp_minus(x[e], m);
+        s += x[e];
+        if constexpr (std::is_same_v<T, float>) raw[j].v[e] = x[e];
       }
+    }
     s = G ? group_allreduce<(G ? G : 1)>(s, SumOp{}, slots) : block_allreduce(s, SumOp{}, slots);
     // The cluster's second sync also tells every block that the others are
     // done reading cluster_max, so the next row may overwrite it.
@@ -161,14 +180,19 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
       const int64_t v0 = (int64_t{j} * tpr + lane) * VEC - hs;
+      float x[VEC];
+      vec_to_floats(raw[j], x);
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) x[j][e] *= r;
+      for (int e = 0; e < VEC; ++e) {
+        if constexpr (!std::is_same_v<T, float>) x[e] = exp_minus(x[e], m);
+        x[e] *= r;
+      }
       if (v0 >= 0 && v0 + VEC <= length && out_stride == 1 && aligned16(q + v0)) {
-        store_floats<VEC>(q + v0, x[j]);
+        store_floats<VEC>(q + v0, x);
       } else {
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
-          if (v0 + e >= 0 && v0 + e < length) q[(v0 + e) * out_stride] = from_float<T>(x[j][e]);
+          if (v0 + e >= 0 && v0 + e < length) q[(v0 + e) * out_stride] = from_float<T>(x[e]);
       }
     }
   }
@@ -399,7 +423,7 @@ struct SoftmaxNvidia : oprt_descriptor {
   int64_t columns = 1, col_tiles = 1, planes = 1, src_col_stride = 1, out_col_stride = 1;
 };
 
-constexpr int kRowElementsPerThread = 32;  // floats kept in registers per thread
+constexpr int kRowSlots = 8;  // 16-byte vectors of a row kept in registers per thread
 constexpr int kMaxCluster = 8;             // the portable thread block cluster size
 
 int64_t ceil_pow2(int64_t x) {
@@ -433,8 +457,9 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       for (int dd = 0; dd < p.rows.ndim; ++dd) aligned_rows &= (p.rows.strides[k][dd] * element_size) % 16 == 0;
     d->shift = !aligned_rows;
     const int64_t slots = ceil_div(d->length + (d->shift ? vec - 1 : 0), vec);
-    const int64_t nv = kRowElementsPerThread / vec;
+    const int64_t nv = kRowSlots;
     const int64_t threads = ceil_div(slots, nv);
+    const int64_t max_block = element_size == 4 ? max_row_block<float>() : max_row_block<half>();
     if (slots <= 2 * 32) {  // short rows: 2 vectors per thread, more threads per row
       d->kind = Kind::kRows;
       d->short_rows = true;
@@ -450,7 +475,7 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       d->variant = "rows_warp";
       return d;
     }
-    if (threads <= 1024) {
+    if (threads <= max_block) {
       d->kind = Kind::kRows;
       d->group = 0;
       d->block = static_cast<int>(ceil_div(threads, 32) * 32);
@@ -458,7 +483,7 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       return d;
     }
     for (int c = 2; c <= kMaxCluster; c *= 2) {
-      if (ceil_div(threads, c) <= 1024) {
+      if (ceil_div(threads, c) <= max_block) {
         d->kind = Kind::kRows;
         d->group = 0;
         d->cluster = c;
@@ -506,7 +531,7 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
 }
 
 // ---- launch --------------------------------------------------------------------------
-template <class T, int G, class Index, int NV = kRowElementsPerThread / kVec16<T>>
+template <class T, int G, class Index, int NV = kRowSlots>
 void launch_rows_group(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
   const int groups = G ? d.block / G : 1;
   const unsigned grid = grid_for(ceil_div(d.nrows, groups), std::max(1, 2048 / d.block), 4);
@@ -517,7 +542,7 @@ void launch_rows_group(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_
 
 template <class T, int C, class Index>
 void launch_rows_cluster(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
-  constexpr int NV = kRowElementsPerThread / kVec16<T>;
+  constexpr int NV = kRowSlots;
   const int64_t clusters = std::max<int64_t>(1, grid_for(d.nrows * C, std::max(1, 2048 / d.block), 2) / C);
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(clusters * C));

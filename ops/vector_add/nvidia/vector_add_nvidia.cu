@@ -1,8 +1,10 @@
 // vector_add on NVIDIA GPUs: out = a + b over any strides; stride-0 dims
-// carry broadcasting. Summed in float, rounded once (as torch does).
+// carry broadcasting. Rounded once, exactly as torch's add in float.
 // Variants come from the elementwise engine: dense (16-byte vectors; a
 // broadcast scalar read once), rows (a row or column bias, slices), strided.
 #include "vector_add_nvidia.h"
+
+#include <type_traits>
 
 #include "../../common/descriptor.h"
 #include "../../common/nvidia/elementwise.cuh"
@@ -18,9 +20,15 @@ struct VectorAddNvidia : oprt_descriptor {
   ElementwiseKind kind = ElementwiseKind::kStrided;
 };
 
+// float32: a plain add. float16/bfloat16: the native 16-bit add, which
+// rounds once from the exact sum; float has more than twice the 16-bit
+// significand (+2 bits), so that equals torch's add-in-float-then-round.
 template <class T>
 struct AddOp {
-  __device__ __forceinline__ T operator()(T x, T y) const { return from_float<T>(to_float(x) + to_float(y)); }
+  __device__ __forceinline__ T operator()(T x, T y) const {
+    if constexpr (std::is_same_v<T, float>) return x + y;
+    else return __hadd(x, y);
+  }
 };
 
 VectorAddNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t* a_view,
