@@ -20,12 +20,14 @@
 #   cuda      python -m pytest tests/test_cuda_backends.py --backend nvidia -rA
 #               (the GPU-only tests alone, ~1-2 minutes)          -> cuda.log
 #   sanitize  for X in memcheck racecheck initcheck:
-#               PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool X
+#               OPRT_HOST_REFERENCE=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool X
 #               --error-exitcode 1 python -m pytest tests/test_cuda_backends.py
 #               -k test_variant --backend nvidia -q -p no:cacheprovider
 #             (every kernel variant in three dtypes; without torch's caching
 #             allocator each tensor is its own cudaMalloc, so memcheck sees
-#             out-of-bounds accesses between tensors)             -> sanitize.log
+#             out-of-bounds accesses between tensors; OPRT_HOST_REFERENCE=1
+#             computes the references on the CPU, because torch's own CUDA
+#             reduce kernel trips racecheck and initcheck)        -> sanitize.log
 #   bench     python tests/run_ops.py --op all --backend nvidia --mode bench
 #               --json OUTDIR/bench.json --torch-compile          -> bench.log, bench.json
 #   bench:OP  the same for some ops only (bench:copy bench:vector_add in one
@@ -208,7 +210,8 @@ run_sanitizer() {
     tt=$(now)
     echo "== compute-sanitizer --tool $tool ($(date -u +%TZ))" >>"$log"
     # shellcheck disable=SC2086
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool "$tool" --error-exitcode 1 --print-limit 20 \
+    OPRT_HOST_REFERENCE=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 \
+      compute-sanitizer --tool "$tool" --error-exitcode 1 --print-limit 20 \
       "$py" -m pytest $tests --backend "$backend" -q -p no:cacheprovider >>"$log" 2>&1 || status=$?
     local verdict
     verdict=$(grep -E '(ERROR|RACECHECK|INITCHECK) SUMMARY' "$log" | tail -n 1 | sed 's/^=* *//')
