@@ -50,24 +50,20 @@ class CDescriptor:
 
     @property
     def c_execute(self):
-        """The execute entry point, typed for ints/None (handle, workspace,
-        workspace bytes, out, inputs..., stream); see _fast_execute."""
-        return self._execute
+        """run(ws_ptr, ws_size, out, inputs, stream), for callers that keep
+        the workspace as a raw pointer and size (the fast paths)."""
+        return self.run
 
     def check(self, status: int) -> None:
         """Raises OperatorRuntimeError for a failed execute status."""
         lib.check_status(status, self._functions.execute.__name__)
 
-    def execute(self, out: torch.Tensor, inputs: Sequence[torch.Tensor], workspace, stream) -> None:
+    def run(self, ws_ptr, ws_size: int, out: torch.Tensor, inputs: Sequence[torch.Tensor], stream) -> None:
         # The hot path of every call: no list building for the usual one or
         # two inputs, and a C function typed once (COpFunctions.execute_fast).
         handle = self._handle
         if handle is None:
             raise RuntimeError("descriptor was destroyed")
-        if workspace is None:
-            ws_ptr, ws_size = None, 0
-        else:
-            ws_ptr, ws_size = workspace.data_ptr(), workspace.numel()
         count = len(inputs)
         if count == 1:
             status = self._execute(handle, ws_ptr, ws_size, out.data_ptr(), inputs[0].data_ptr(), stream)
@@ -79,6 +75,12 @@ class CDescriptor:
                                    stream)
         if status != 0:
             self.check(status)
+
+    def execute(self, out: torch.Tensor, inputs: Sequence[torch.Tensor], workspace, stream) -> None:
+        if workspace is None:
+            self.run(None, 0, out, inputs, stream)
+        else:
+            self.run(workspace.data_ptr(), workspace.numel(), out, inputs, stream)
 
     def destroy(self) -> None:
         handle, self._handle = self._handle, None

@@ -371,8 +371,7 @@ class Operator:
         descriptor = entry.descriptor
         execute = entry.c_execute
         if execute is not None:
-            handle = descriptor._handle
-            if handle is None:  # destroyed behind the cache's back: make a new one
+            if descriptor._handle is None:  # destroyed behind the cache's back: make a new one
                 DESCRIPTOR_CACHE.drop_call(key)
                 return self._call_slow(out, inputs, params, backend, key)
         else:
@@ -396,16 +395,9 @@ class Operator:
             workspace = _call_workspace(entry.device, stream, entry.workspace_size, cuda_index is not None)
             descriptor.execute(out, inputs, workspace, stream)
             return out
-        # A C descriptor without workspace: the ctypes call, inline (only
-        # data pointers cross, and an expanded view shares its tensor's).
-        if len(inputs) == 1:
-            status = execute(handle, None, 0, out.data_ptr(), inputs[0].data_ptr(), stream)
-        elif len(inputs) == 2:
-            status = execute(handle, None, 0, out.data_ptr(), inputs[0].data_ptr(), inputs[1].data_ptr(), stream)
-        else:
-            status = execute(handle, None, 0, out.data_ptr(), *[t.data_ptr() for t in inputs], stream)
-        if status:
-            descriptor.check(status)
+        # A C descriptor without workspace: only data pointers cross (an
+        # expanded view shares its tensor's).
+        execute(None, 0, out, inputs, stream)
         return out
 
     def _call_slow(self, out, inputs: tuple, params: tuple, backend, call_key):
@@ -464,7 +456,7 @@ class PreparedOp:
         self.workspace_size = descriptor.workspace_size
         self._workspace = (torch.empty(self.workspace_size, dtype=torch.uint8, device=out.device)
                            if self.workspace_size else None)
-        # run() on CPU calls a C descriptor's typed entry point inline.
+        # run() on CPU calls a C descriptor's raw entry point (workspace pointer precomputed).
         self._c_execute = getattr(descriptor, "c_execute", None) if self._cuda_index is None else None
         self._ws = ((self._workspace.data_ptr(), self._workspace.numel()) if self._workspace is not None
                     else (None, 0))
@@ -493,19 +485,10 @@ class PreparedOp:
             return out
         execute = self._c_execute
         if execute is not None:
-            handle = descriptor._handle
-            if handle is None:
+            if descriptor._handle is None:
                 raise RuntimeError(f"prepared {self._operator.name}: its descriptor was destroyed")
             ws_ptr, ws_size = self._ws
-            if len(inputs) == 1:
-                status = execute(handle, ws_ptr, ws_size, out.data_ptr(), inputs[0].data_ptr(), None)
-            elif len(inputs) == 2:
-                status = execute(handle, ws_ptr, ws_size, out.data_ptr(), inputs[0].data_ptr(),
-                                 inputs[1].data_ptr(), None)
-            else:
-                status = execute(handle, ws_ptr, ws_size, out.data_ptr(), *[t.data_ptr() for t in inputs], None)
-            if status:
-                descriptor.check(status)
+            execute(ws_ptr, ws_size, out, inputs, None)
         elif self._cuda_index is None:
             descriptor.execute(out, inputs, self._workspace, None)
         else:
