@@ -35,14 +35,13 @@ from pathlib import Path
 import torch
 
 from ..errors import BackendUnavailableError, OperatorRuntimeError
+from .backends import STANDARD_DTYPES, cuda_raw_stream
 
-STANDARD_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+DTYPE_NAMES = {dtype: str(dtype).removeprefix("torch.") for dtype in STANDARD_DTYPES}  # TileLang's dtype names
 INT32_MAX = 2**31 - 1
 WORKSPACE_ALIGN = 256
 TARGET_BLOCKS = 528          # 4 blocks per SM on a 132-SM H200: enough to fill the GPU
 MAX_GRID_Y = 65535
-OPS = ("copy", "vector_add", "reduce_sum", "softmax")
 
 
 # -- kernel files ----------------------------------------------------------------------------
@@ -125,7 +124,7 @@ def _aligned(*tensors) -> bool:
 
 
 def _vec(dtype: torch.dtype) -> int:
-    return 16 // torch.empty((), dtype=dtype).element_size() if dtype in DTYPE_NAMES else 1
+    return 16 // dtype.itemsize if dtype in DTYPE_NAMES else 1
 
 
 def coalesce(shape, strides_list):
@@ -676,6 +675,7 @@ def plan_softmax(p: Planner, out, src, dim) -> TileLangDescriptor:
 
 PLANNERS = {"copy": plan_copy, "vector_add": plan_vector_add, "reduce_sum": plan_reduce_sum,
             "softmax": plan_softmax}
+OPS = tuple(PLANNERS)  # each has ops/<op>/tilelang/<op>_tilelang.py
 
 
 # -- the backend ---------------------------------------------------------------------------------------------
@@ -714,16 +714,11 @@ class TileLangBackend:
     def create(self, op, out, inputs, params) -> TileLangDescriptor:
         if op.name not in PLANNERS:
             raise BackendUnavailableError("tilelang", f"no TileLang kernels for {op.name}")
+        # Dtypes and shapes were checked by the engine (Operator._resolve).
         _check_size(op.name, out, *inputs)
-        if out.dtype not in DTYPE_NAMES or any(t.dtype not in DTYPE_NAMES for t in inputs):
-            raise TypeError(f"{op.name}: the tilelang backend supports float32, float16 and bfloat16")
-        if op.name == "copy" and tuple(inputs[0].shape) != tuple(out.shape):
-            raise OperatorRuntimeError("tilelang create copy", 4, "OPRT_STATUS_BAD_SHAPE",
-                                       f"src has shape {tuple(inputs[0].shape)}, out has shape "
-                                       f"{tuple(out.shape)}")
         planner = Planner(self.table(out.device))
         with torch.cuda.device(out.device):
             return PLANNERS[op.name](planner, out, *inputs, *params)
 
     def stream(self, device: torch.device):
-        return torch.cuda.current_stream(device).cuda_stream
+        return cuda_raw_stream(device.index)

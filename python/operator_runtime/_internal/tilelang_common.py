@@ -8,6 +8,7 @@ is a ``@T.macro`` expanded into the calling kernel.
 from __future__ import annotations
 
 import tilelang.language as T
+import torch
 
 WARP = 32
 FLOAT32 = "float32"
@@ -15,7 +16,7 @@ NEG_INF = -float("inf")
 
 
 def itemsize(dtype: str) -> int:
-    return {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}[dtype]
+    return getattr(torch, dtype).itemsize
 
 
 def vector_width(*dtypes: str) -> int:
