@@ -124,6 +124,33 @@ __device__ __forceinline__ void store_floats(T* p, const float (&x)[N]) {
   store_vec<T, N>(p, v);
 }
 
+// 16 bytes held as four 32-bit registers. A 16-bit vector loaded into
+// Vec<T, N> gets split into one register per element right at the load,
+// which makes the thread wait for that load before issuing the next one;
+// loading into Raw16 and converting later keeps all of a thread's loads in
+// flight (the 16-bit softmax/reduce kernels were latency-bound on this).
+struct alignas(16) Raw16 {
+  uint32_t w[4];
+};
+template <class T>
+__device__ __forceinline__ Raw16 load_raw(const T* p) {  // p 16-byte aligned
+  return *reinterpret_cast<const Raw16*>(p);
+}
+template <class T, int N>
+__device__ __forceinline__ Raw16 to_raw(const Vec<T, N>& v) {
+  static_assert(sizeof(Vec<T, N>) == sizeof(Raw16), "a Raw16 holds one 16-byte vector");
+  Raw16 r;
+  memcpy(&r, &v, sizeof r);
+  return r;
+}
+template <class T, int N>
+__device__ __forceinline__ void raw_to_floats(const Raw16& r, float (&x)[N]) {
+  static_assert(N * sizeof(T) == sizeof(Raw16), "a Raw16 holds one 16-byte vector");
+  Vec<T, N> v;
+  memcpy(&v, &r, sizeof v);
+  vec_to_floats(v, x);
+}
+
 __host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Elements from p to the next 16-byte boundary (p is element-aligned).

@@ -71,18 +71,17 @@ __device__ __forceinline__ float sum_run(const T* p, int64_t e0, int64_t e1, int
   for (int64_t e = tail + lane; e < e1; e += TPR) acc += to_float(p[e]);
   const T* body = p + a;
   for (int64_t v = lane; v < vectors; v += int64_t{TPR} * kUnroll) {
-    float x[kUnroll][VEC];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (v + int64_t{u} * TPR < vectors) load_floats<VEC>(body + (v + int64_t{u} * TPR) * VEC, x[u]);
-      else
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) x[u][e] = 0.0f;
-    }
+    Raw16 raw[kUnroll];  // all loads first (converted after: see Raw16)
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
+      raw[u] = v + int64_t{u} * TPR < vectors ? load_raw(body + (v + int64_t{u} * TPR) * VEC) : Raw16{};
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) acc += x[u][e];
+    for (int u = 0; u < kUnroll; ++u) {
+      float x[VEC];
+      raw_to_floats<T>(raw[u], x);  // all-zero bits are 0.0 in every dtype
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) acc += x[e];
+    }
   }
   return acc;
 }
@@ -177,26 +176,29 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
       return o[0];
     };
     for (int64_t r = r0 + ty; r < r1; r += int64_t{TY} * kUnroll) {
-      float x[kUnroll][VEC];
+      Raw16 raw[kUnroll];  // all loads first (converted after: see Raw16)
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int64_t ru = r + int64_t{u} * TY;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) x[u][e] = 0.0f;
+        raw[u] = Raw16{};  // all-zero bits are 0.0 in every dtype
         if (ru >= r1 || col0 >= args.columns) continue;
         const T* p = base + row_offset(ru);
         if (full) {
-          load_floats<VEC>(p, x[u]);
+          raw[u] = load_raw(p);
         } else {
+          Vec<T, VEC> v;
 #pragma unroll
-          for (int e = 0; e < VEC; ++e)
-            if (col0 + e < args.columns) x[u][e] = to_float(p[e]);
+          for (int e = 0; e < VEC; ++e) v.v[e] = col0 + e < args.columns ? p[e] : from_float<T>(0.0f);
+          raw[u] = to_raw(v);
         }
       }
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
+      for (int u = 0; u < kUnroll; ++u) {
+        float x[VEC];
+        raw_to_floats<T>(raw[u], x);
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[e] += x[u][e];
+        for (int e = 0; e < VEC; ++e) acc[e] += x[e];
+      }
     }
     // Combine the TY partial sums of each column in a fixed order.
 #pragma unroll

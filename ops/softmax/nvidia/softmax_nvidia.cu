@@ -137,23 +137,25 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
     // The row stays in registers in its own dtype (16-bit rows hold twice
     // the elements per register); float32 keeps exp(x - max) after pass 2,
     // 16-bit recomputes it on the way out.
-    Vec<T, VEC> raw[NV];
+    Raw16 raw[NV];  // see Raw16: every load in flight before any is used
     const T padding = from_float<T>(-INFINITY);  // contributes exp(-inf) = 0
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
       const int64_t v0 = (int64_t{j} * tpr + lane) * VEC - hs;
       if (valid && v0 >= 0 && v0 + VEC <= length && aligned16(p + v0)) {
-        raw[j] = load_vec<T, VEC>(p + v0);
+        raw[j] = load_raw(p + v0);
       } else {
+        Vec<T, VEC> v;
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) raw[j].v[e] = valid && v0 + e >= 0 && v0 + e < length ? p[v0 + e] : padding;
+        for (int e = 0; e < VEC; ++e) v.v[e] = valid && v0 + e >= 0 && v0 + e < length ? p[v0 + e] : padding;
+        raw[j] = to_raw(v);
       }
     }
     float m = -INFINITY;
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
       float x[VEC];
-      vec_to_floats(raw[j], x);
+      raw_to_floats<T>(raw[j], x);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) m = fmaxf(m, x[e]);
     }
@@ -163,13 +165,13 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
       float x[VEC];
-      vec_to_floats(raw[j], x);
+      raw_to_floats<T>(raw[j], x);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
         x[e] = exp_minus(x[e], m);
         s += x[e];
-        if constexpr (std::is_same_v<T, float>) raw[j].v[e] = x[e];
       }
+      if constexpr (std::is_same_v<T, float>) memcpy(&raw[j], x, sizeof(Raw16));  // keep exp(x - max)
     }
     s = G ? group_allreduce<(G ? G : 1)>(s, SumOp{}, slots) : block_allreduce(s, SumOp{}, slots);
     // The cluster's second sync also tells every block that the others are
@@ -181,7 +183,7 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
     for (int j = 0; j < NV; ++j) {
       const int64_t v0 = (int64_t{j} * tpr + lane) * VEC - hs;
       float x[VEC];
-      vec_to_floats(raw[j], x);
+      raw_to_floats<T>(raw[j], x);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
         if constexpr (!std::is_same_v<T, float>) x[e] = exp_minus(x[e], m);
@@ -205,7 +207,8 @@ struct SplitArgs {
   Stats* partials;  // [row][split]
 };
 
-// Visits row elements [c0, c1) of p as aligned vectors plus scalar ends.
+// Visits row elements [c0, c1) of p as aligned vectors (loaded 4 at a time,
+// handed over as Raw16) plus scalar ends.
 template <class T, class Vector, class Scalar>
 __device__ __forceinline__ void visit_chunk(const T* p, int64_t c0, int64_t c1, Vector&& vector, Scalar&& scalar) {
   constexpr int VEC = kVec16<T>;
@@ -213,7 +216,20 @@ __device__ __forceinline__ void visit_chunk(const T* p, int64_t c0, int64_t c1, 
   const int64_t a = c0 + head, vectors = (c1 - a) / VEC, tail = a + vectors * VEC;
   for (int64_t i = c0 + threadIdx.x; i < a; i += blockDim.x) scalar(i);
   for (int64_t i = tail + threadIdx.x; i < c1; i += blockDim.x) scalar(i);
-  for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x) vector(a + v * VEC);
+  constexpr int U = 4;  // vectors in flight per thread
+  for (int64_t v = threadIdx.x; v < vectors; v += int64_t{blockDim.x} * U) {
+    Raw16 raw[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t vu = v + int64_t{u} * blockDim.x;
+      if (vu < vectors) raw[u] = load_raw(p + a + vu * VEC);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t vu = v + int64_t{u} * blockDim.x;
+      if (vu < vectors) vector(a + vu * VEC, raw[u]);
+    }
+  }
 }
 
 template <class T, class Index>
@@ -231,9 +247,9 @@ softmax_split_stats_kernel(const T* src, OffsetCalc<2, Index> rows, SplitArgs ar
     Stats st{-INFINITY, 0.0f};
     visit_chunk(
         p, c0, c1,
-        [&](int64_t i) {
+        [&](int64_t, const Raw16& raw) {
           float x[VEC];
-          load_floats<VEC>(p + i, x);
+          raw_to_floats<T>(raw, x);
           update(st, x);
         },
         [&](int64_t i) {
@@ -278,9 +294,9 @@ softmax_split_write_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Spli
     const int64_t c0 = split * args.chunk, c1 = min(args.length, c0 + args.chunk);
     visit_chunk(
         p, c0, c1,
-        [&](int64_t i) {
+        [&](int64_t i, const Raw16& raw) {
           float x[VEC];
-          load_floats<VEC>(p + i, x);
+          raw_to_floats<T>(raw, x);
 #pragma unroll
           for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m) * r;
           if (args.out_stride == 1 && aligned16(q + i)) {
@@ -306,16 +322,18 @@ struct ColumnsArgs {
   Stats* partials;                         // [plane * col_tiles + tile][split][TX * VEC]
 };
 
+// One vector of VEC columns at p (padded with -inf past the last column).
 template <class T>
-__device__ __forceinline__ void load_columns(const T* p, int64_t col0, const ColumnsArgs& a, float (&x)[kVec16<T>]) {
+__device__ __forceinline__ Raw16 load_columns(const T* p, int64_t col0, const ColumnsArgs& a) {
   constexpr int VEC = kVec16<T>;
-  if (a.src_col_stride == 1 && col0 + VEC <= a.columns && aligned16(p)) {
-    load_floats<VEC>(p, x);
-  } else {
+  if (a.src_col_stride == 1 && col0 + VEC <= a.columns && aligned16(p)) return load_raw(p);
+  Vec<T, VEC> v;
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) x[e] = col0 + e < a.columns ? to_float(p[e * a.src_col_stride]) : -INFINITY;
-  }
+  for (int e = 0; e < VEC; ++e) v.v[e] = col0 + e < a.columns ? p[e * a.src_col_stride] : from_float<T>(-INFINITY);
+  return to_raw(v);
 }
+
+constexpr int kColumnsUnroll = 4;  // rows of the softmax dim in flight per thread
 
 template <class T, class Index>
 __global__ void __launch_bounds__(kColumnsThreads)
@@ -337,13 +355,23 @@ softmax_columns_stats_kernel(const T* src, OffsetCalc<2, Index> planes, ColumnsA
     for (int e = 0; e < VEC; ++e) st[e] = {-INFINITY, 0.0f};
     const int64_t l1 = min(args.length, (split + 1) * args.split_len);
     if (col0 < args.columns) {
-      for (int64_t l = split * args.split_len + ty; l < l1; l += TY) {
-        float x[VEC];
-        load_columns(base + l * args.src_stride, col0, args, x);
+      for (int64_t l = split * args.split_len + ty; l < l1; l += int64_t{TY} * kColumnsUnroll) {
+        Raw16 raw[kColumnsUnroll];
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) {
-          const float one[1] = {x[e]};
-          update(st[e], one);
+        for (int u = 0; u < kColumnsUnroll; ++u) {
+          const int64_t lu = l + int64_t{u} * TY;
+          if (lu < l1) raw[u] = load_columns(base + lu * args.src_stride, col0, args);
+        }
+#pragma unroll
+        for (int u = 0; u < kColumnsUnroll; ++u) {
+          if (l + int64_t{u} * TY >= l1) break;
+          float x[VEC];
+          raw_to_floats<T>(raw[u], x);
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) {
+            const float one[1] = {x[e]};
+            update(st[e], one);
+          }
         }
       }
     }
@@ -386,18 +414,29 @@ softmax_columns_write_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, 
     const T* in = src + offsets[1] + col0 * args.src_col_stride;
     T* o = out + offsets[0] + col0 * args.out_col_stride;
     const int64_t l1 = min(args.length, (split + 1) * args.split_len);
-    for (int64_t l = split * args.split_len + ty; l < l1; l += TY) {
-      float x[VEC];
-      load_columns(in + l * args.src_stride, col0, args, x);
+    for (int64_t l = split * args.split_len + ty; l < l1; l += int64_t{TY} * kColumnsUnroll) {
+      Raw16 raw[kColumnsUnroll];
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m[e]) * r[e];
-      T* dst = o + l * args.out_stride;
-      if (args.out_col_stride == 1 && col0 + VEC <= args.columns && aligned16(dst)) {
-        store_floats<VEC>(dst, x);
-      } else {
+      for (int u = 0; u < kColumnsUnroll; ++u) {
+        const int64_t lu = l + int64_t{u} * TY;
+        if (lu < l1) raw[u] = load_columns(in + lu * args.src_stride, col0, args);
+      }
 #pragma unroll
-        for (int e = 0; e < VEC; ++e)
-          if (col0 + e < args.columns) dst[e * args.out_col_stride] = from_float<T>(x[e]);
+      for (int u = 0; u < kColumnsUnroll; ++u) {
+        const int64_t lu = l + int64_t{u} * TY;
+        if (lu >= l1) break;
+        float x[VEC];
+        raw_to_floats<T>(raw[u], x);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m[e]) * r[e];
+        T* dst = o + lu * args.out_stride;
+        if (args.out_col_stride == 1 && col0 + VEC <= args.columns && aligned16(dst)) {
+          store_floats<VEC>(dst, x);
+        } else {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e)
+            if (col0 + e < args.columns) dst[e * args.out_col_stride] = from_float<T>(x[e]);
+        }
       }
     }
   }
