@@ -137,21 +137,34 @@ rows_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> ro
     const int64_t vec_end = vec_begin + vectors * VEC;
     for (int64_t i = begin + lane; i < vec_begin; i += group_size) element(i);
     for (int64_t i = vec_end + lane; i < end; i += group_size) element(i);
-    Vec<In, VEC> x[U][K];
+    // Raw16 (see cuda_types.cuh) keeps every load in flight; the vectors
+    // are taken apart only after all of them were issued.
+    static_assert(sizeof(Vec<In, VEC>) % sizeof(Raw16) == 0, "whole 16-byte words");
+    constexpr int W = sizeof(Vec<In, VEC>) / sizeof(Raw16);  // words per vector (2 for float -> 16-bit copies)
+    Raw16 raw[U][K][W];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t v = lane + int64_t{u} * group_size;
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         if (v >= vectors || broadcast[k]) continue;
+        const In* src = in[k] + vec_begin + v * VEC;
         if (aligned[k]) {
-          x[u][k] = load_vec<In, VEC>(in[k] + vec_begin + v * VEC);
-        } else {
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) x[u][k].v[e] = in[k][vec_begin + v * VEC + e];
+          for (int w = 0; w < W; ++w) raw[u][k][w] = load_raw(src + w * (VEC / W));
+        } else {
+          Vec<In, VEC> tmp;
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) tmp.v[e] = src[e];
+          memcpy(raw[u][k], &tmp, sizeof tmp);
         }
       }
     }
+    Vec<In, VEC> x[U][K];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int k = 0; k < K; ++k) memcpy(&x[u][k], raw[u][k], sizeof x[u][k]);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t v = lane + int64_t{u} * group_size;
