@@ -3,7 +3,7 @@
 //   memcpy           dense, same dtype: cudaMemcpyAsync (the copy engine path)
 //   dense            dense, dtype conversion: 16-byte vectors
 //   rows             rows contiguous in both (slices, a broadcast row)
-//   transpose_tiled  out and src contiguous along different dims: 32x32 tiles
+//   transpose_tiled  out and src contiguous along different dims: 64x64 tiles
 //                    through shared memory, so reads and writes both coalesce
 //   strided          anything else
 #include "copy_nvidia.h"
@@ -35,14 +35,18 @@ struct ConvertOp {
   }
 };
 
-constexpr int kTile = 32, kTileRows = 8;  // a 32x32 tile, 32x8 threads
+// A kTile x kTile tile per block of 32x8 threads: each thread moves
+// kTile*kTile/256 elements (16 for 64x64), all loaded before any is stored,
+// so enough bytes are in flight even for 2-byte elements.
+constexpr int kTile = 64, kTileThreadsX = 32, kTileThreadsY = 8;
 
 // out[r * out_row + c] = src[r + c * src_col] over rows x cols per outer index.
 template <class Out, class In, class Index>
-__global__ void __launch_bounds__(kTile * kTileRows)
+__global__ void __launch_bounds__(kTileThreadsX * kTileThreadsY)
 transpose_kernel(Out* out, const In* src, OffsetCalc<2, Index> outer, int64_t rows, int64_t cols, int64_t out_row,
                  int64_t src_col, int64_t tiles_r, int64_t tiles_c, int64_t tasks) {
-  __shared__ Out tile[kTile][kTile + 1];  // +1: column reads hit distinct banks
+  constexpr int RX = kTile / kTileThreadsX, RY = kTile / kTileThreadsY;
+  __shared__ Out tile[kTile][kTile + 1];  // [c][r]; +1: column reads hit distinct banks
   const ConvertOp<Out> convert;
   const int tx = threadIdx.x, ty = threadIdx.y;
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
@@ -52,17 +56,26 @@ transpose_kernel(Out* out, const In* src, OffsetCalc<2, Index> outer, int64_t ro
     int64_t base[2];
     outer.get(static_cast<Index>(o), base);
     // Read along r (contiguous in src), write along c (contiguous in out).
+    In v[RY][RX];
 #pragma unroll
-    for (int j = 0; j < kTile; j += kTileRows) {
-      const int64_t r = r0 + tx, c = c0 + ty + j;
-      if (r < rows && c < cols) tile[ty + j][tx] = convert(src[base[1] + r + c * src_col]);
-    }
+    for (int j = 0; j < RY; ++j)
+#pragma unroll
+      for (int i = 0; i < RX; ++i) {
+        const int64_t r = r0 + tx + i * kTileThreadsX, c = c0 + ty + j * kTileThreadsY;
+        v[j][i] = r < rows && c < cols ? src[base[1] + r + c * src_col] : In{};
+      }
+#pragma unroll
+    for (int j = 0; j < RY; ++j)
+#pragma unroll
+      for (int i = 0; i < RX; ++i) tile[ty + j * kTileThreadsY][tx + i * kTileThreadsX] = convert(v[j][i]);
     __syncthreads();
 #pragma unroll
-    for (int j = 0; j < kTile; j += kTileRows) {
-      const int64_t r = r0 + ty + j, c = c0 + tx;
-      if (r < rows && c < cols) out[base[0] + r * out_row + c] = tile[tx][ty + j];
-    }
+    for (int j = 0; j < RY; ++j)
+#pragma unroll
+      for (int i = 0; i < RX; ++i) {
+        const int64_t r = r0 + ty + j * kTileThreadsY, c = c0 + tx + i * kTileThreadsX;
+        if (r < rows && c < cols) out[base[0] + r * out_row + c] = tile[tx + i * kTileThreadsX][ty + j * kTileThreadsY];
+      }
     __syncthreads();
   }
 }
@@ -104,7 +117,7 @@ void launch_tiles(const CopyNvidia& d, Out* out, const In* src, cudaStream_t str
   const int64_t tasks = d.outer.numel() * tiles_r * tiles_c;
   dispatch_index(d.outer.numel(), [&](auto index) {
     using Index = decltype(index);
-    const dim3 block(kTile, kTileRows);
+    const dim3 block(kTileThreadsX, kTileThreadsY);
     transpose_kernel<Out, In, Index><<<grid_for(tasks, 8, 4), block, 0, stream>>>(
         out, src, OffsetCalc<2, Index>(d.outer), rows, cols, l.strides[0][a], l.strides[1][b], tiles_r, tiles_c,
         tasks);
