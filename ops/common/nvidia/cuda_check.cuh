@@ -29,6 +29,19 @@ inline void check_launch(const char* kernel) {
   if (error != cudaSuccess) fail_cuda(error, kernel);
 }
 
+// Devices visible to this process, read once.
+inline int device_count() {
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();
+      n = 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
 // Makes the stream's device current for the duration of an execute (the
 // caller's thread may have another device current) and restores it after.
 class StreamDeviceGuard {
@@ -36,10 +49,12 @@ class StreamDeviceGuard {
   explicit StreamDeviceGuard(cudaStream_t stream) {
     OPRT_CUDA_CHECK(cudaGetDevice(&previous_));
     device_ = previous_;
+    // With one device the stream's device is the current one: skip the two
+    // queries (they cost more than the rest of a small launch's host work).
     // cudaStreamGetDevice is refused while the stream is being captured into
     // a graph; capture then runs with the stream's device current anyway.
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
+    if (device_count() > 1 && stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
       OPRT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
       if (capture == cudaStreamCaptureStatusNone) OPRT_CUDA_CHECK(cudaStreamGetDevice(stream, &device_));
     }
