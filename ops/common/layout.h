@@ -85,6 +85,19 @@ void offsets_at(const StridedLayout<N>& layout, int64_t index, int64_t (&offsets
   }
 }
 
+// The layout's outer dims: all but the innermost (rows of a rows kernel,
+// planes of a columns kernel, the batch around a tiled transpose).
+template <int N>
+StridedLayout<N> outer_dims(const StridedLayout<N>& l) {
+  StridedLayout<N> outer;
+  for (int d = 0; d + 1 < l.ndim; ++d) {
+    int64_t strides[N];
+    for (int k = 0; k < N; ++k) strides[k] = l.strides[k][d];
+    outer.push_dim(l.shape[d], strides);
+  }
+  return outer;
+}
+
 // The elementwise layout of N tensors of one shape (operand 0 is the output).
 template <int N>
 StridedLayout<N> elementwise_layout(const TensorDesc* const (&tensors)[N]) {

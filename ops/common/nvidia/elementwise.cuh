@@ -230,18 +230,6 @@ inline const char* elementwise_kind_name(ElementwiseKind kind) {
   return kind == ElementwiseKind::kDense ? "dense" : kind == ElementwiseKind::kRows ? "rows" : "strided";
 }
 
-// The layout's outer dims (all but the innermost), for the rows kernel.
-template <int N>
-StridedLayout<N> outer_dims(const StridedLayout<N>& l) {
-  StridedLayout<N> outer;
-  for (int d = 0; d + 1 < l.ndim; ++d) {
-    int64_t strides[N];
-    for (int k = 0; k < N; ++k) strides[k] = l.strides[k][d];
-    outer.push_dim(l.shape[d], strides);
-  }
-  return outer;
-}
-
 // Runs out = op(inputs...) over layout (operand 0 = out) on `stream`.
 template <class Op, class Out, class In, int K>
 void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout, Op op, Out* out,

@@ -81,10 +81,7 @@ CopyCpu* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t* sr
   d->use_memcpy = dense && out.dtype == src.dtype;
   const StridedLayout<2>& l = d->layout;
   d->use_tiles = l.ndim >= 2 && l.strides[0][l.ndim - 1] == 1 && l.strides[1][l.ndim - 2] == 1;
-  for (int k = 0; d->use_tiles && k < l.ndim - 2; ++k) {
-    const int64_t strides[2] = {l.strides[0][k], l.strides[1][k]};
-    d->outer.push_dim(l.shape[k], strides);
-  }
+  if (d->use_tiles) d->outer = outer_dims(outer_dims(l));  // the dims around the transposed pair
   d->variant = d->use_memcpy ? "memcpy" : dense ? "contiguous_convert" : d->use_tiles ? "transpose_tiled" : "strided";
   return d;
 }

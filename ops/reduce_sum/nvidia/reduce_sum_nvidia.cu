@@ -40,6 +40,8 @@ struct ReduceSumNvidia : oprt_descriptor {
   StridedLayout<2> kept;         // operand 0 = out, 1 = src
   StridedLayout<1> run_outer;    // rows: the reduced dims outside the innermost (src strides)
   StridedLayout<1> reduced;      // columns: every reduced dim (src strides)
+  StridedLayout<2> plane_layout; // columns: kept without its innermost (column) dim
+  bool rows_aligned = false;     // columns: every reduced and plane stride is a multiple of 16 bytes
   int64_t rows = 0;              // outputs
   int64_t runs = 1, run_length = 0, run_stride = 1;
   int tpr = 1;                   // rows: threads per output
@@ -306,6 +308,13 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     d->col_tiles = ceil_div(d->columns, int64_t{d->tx} * vec);
     d->planes = d->rows / d->columns;
     d->reduced = src_dims(reduced, reduced.ndim);
+    d->plane_layout = outer_dims(kept);
+    // Column tiles start at multiples of VEC, so rows are 16-byte aligned
+    // everywhere when the base is (checked at execute) and these strides are.
+    d->rows_aligned = true;
+    for (int k = 0; k < d->reduced.ndim; ++k) d->rows_aligned &= (d->reduced.strides[0][k] * element_size) % 16 == 0;
+    for (int k = 0; k < d->plane_layout.ndim; ++k)
+      d->rows_aligned &= (d->plane_layout.strides[1][k] * element_size) % 16 == 0;
     const int64_t tiles = d->planes * d->col_tiles;
     const int64_t target_blocks = resident_threads() / kColumnsThreads * 2;
     const int64_t min_rows_per_split = int64_t{d->ty} * kUnroll * 4;
@@ -386,14 +395,6 @@ void launch_rows(const ReduceSumNvidia& d, T* out, const T* src, float* partials
 template <class T, class Index>
 void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
   constexpr int VEC = kVec16<T>;
-  const StridedLayout<2> planes_layout = [&] {  // kept without its innermost (column) dim
-    StridedLayout<2> l;
-    for (int k = 0; k + 1 < d.kept.ndim; ++k) {
-      const int64_t strides[2] = {d.kept.strides[0][k], d.kept.strides[1][k]};
-      l.push_dim(d.kept.shape[k], strides);
-    }
-    return l;
-  }();
   ColumnsArgs args{};
   args.columns = d.columns;
   args.col_tiles = d.col_tiles;
@@ -403,21 +404,16 @@ void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* parti
   args.split_len = d.split_len;
   args.out_stride = d.kept.inner_stride(0);
   args.reduced_stride = d.reduced.ndim == 1 ? d.reduced.strides[0][0] : 0;
-  // Vectors need 16-byte aligned rows everywhere: the base, every reduced
-  // and plane stride (column tiles start at multiples of VEC).
-  bool aligned = (reinterpret_cast<uintptr_t>(src) & 15) == 0;
-  for (int k = 0; k < d.reduced.ndim; ++k) aligned &= (d.reduced.strides[0][k] * sizeof(T)) % 16 == 0;
-  for (int k = 0; k < planes_layout.ndim; ++k) aligned &= (planes_layout.strides[1][k] * sizeof(T)) % 16 == 0;
-  args.vectors_ok = aligned;
+  args.vectors_ok = d.rows_aligned && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
   args.partials = partials;
   const int64_t tasks = d.planes * d.col_tiles * d.splits;
   const dim3 block(d.tx, d.ty);
   reduce_columns_kernel<T, Index><<<grid_for(tasks, 2048 / kColumnsThreads, 2), block, 0, stream>>>(
-      out, src, OffsetCalc<2, Index>(planes_layout), OffsetCalc<1, Index>(d.reduced), args);
+      out, src, OffsetCalc<2, Index>(d.plane_layout), OffsetCalc<1, Index>(d.reduced), args);
   check_launch("reduce_columns_kernel");
   if (d.splits > 1) {
     finish_columns_kernel<T, Index><<<grid_for(ceil_div(d.rows, 8), 8, 2), 256, 0, stream>>>(
-        out, partials, OffsetCalc<2, Index>(planes_layout), args, int64_t{d.tx} * VEC);
+        out, partials, OffsetCalc<2, Index>(d.plane_layout), args, int64_t{d.tx} * VEC);
     check_launch("finish_columns_kernel");
   }
 }

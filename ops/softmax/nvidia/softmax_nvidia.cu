@@ -548,13 +548,8 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
   d->out_col_stride = r.ndim ? r.inner_stride(0) : 1;
   d->src_col_stride = r.ndim ? r.inner_stride(1) : 1;
   d->variant = d->src_col_stride == 1 ? "columns" : "strided";
-  StridedLayout<2> planes;
-  for (int k = 0; k + 1 < r.ndim; ++k) {
-    const int64_t strides[2] = {r.strides[0][k], r.strides[1][k]};
-    planes.push_dim(r.shape[k], strides);
-  }
-  d->rows = planes;
-  d->planes = planes.numel();
+  d->rows = outer_dims(r);
+  d->planes = d->rows.numel();
   const int64_t col_vectors = ceil_div(d->columns, vec);
   d->tx = static_cast<int>(std::min<int64_t>(32, ceil_pow2(col_vectors)));
   d->ty = kColumnsThreads / d->tx;
