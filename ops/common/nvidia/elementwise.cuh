@@ -29,6 +29,22 @@ __device__ __forceinline__ auto apply_op(const Op& op, const In (&x)[K]) {
   else return op(x[0], x[1]);
 }
 
+// op over one vector of every operand; a broadcast operand contributes its
+// single value to every element.
+template <class Out, int VEC, class Op, class In, int K>
+__device__ __forceinline__ Vec<Out, VEC> apply_vector(const Op& op, const Vec<In, VEC> (&x)[K],
+                                                      const bool* broadcast, const In (&value)[K]) {
+  Vec<Out, VEC> y;
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    In xs[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) xs[k] = broadcast[k] ? value[k] : x[k].v[e];
+    y.v[e] = apply_op(op, xs);
+  }
+  return y;
+}
+
 template <class Out, class In, int K>
 struct ElementwiseArgs {
   Out* out;
@@ -77,15 +93,7 @@ dense_kernel(ElementwiseArgs<Out, In, K> args, Op op, int64_t numel, int64_t hea
     for (int u = 0; u < U; ++u) {
       const int64_t v = base + int64_t{u} * blockDim.x;
       if (v >= vectors) break;
-      Vec<Out, VEC> y;
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        In xs[K];
-#pragma unroll
-        for (int k = 0; k < K; ++k) xs[k] = args.scalar[k] ? scalar_value[k] : x[u][k].v[e];
-        y.v[e] = apply_op(op, xs);
-      }
-      store_vec<Out, VEC>(args.out + head + v * VEC, y);
+      store_vec<Out, VEC>(args.out + head + v * VEC, apply_vector<Out, VEC>(op, x[u], args.scalar, scalar_value));
     }
   }
 }
@@ -169,15 +177,7 @@ rows_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> ro
     for (int u = 0; u < U; ++u) {
       const int64_t v = lane + int64_t{u} * group_size;
       if (v >= vectors) break;
-      Vec<Out, VEC> y;
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        In xs[K];
-#pragma unroll
-        for (int k = 0; k < K; ++k) xs[k] = broadcast[k] ? row_value[k] : x[u][k].v[e];
-        y.v[e] = apply_op(op, xs);
-      }
-      store_vec<Out, VEC>(out + vec_begin + v * VEC, y);
+      store_vec<Out, VEC>(out + vec_begin + v * VEC, apply_vector<Out, VEC>(op, x[u], broadcast, row_value));
     }
   }
 }
