@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "../../common/descriptor.h"
+#include "../../common/nvidia/column_task.cuh"
 #include "../../common/nvidia/cuda_types.cuh"
 #include "../../common/nvidia/group_reduce.cuh"
 #include "../../common/nvidia/launch.cuh"
@@ -344,8 +345,7 @@ softmax_columns_stats_kernel(const T* src, OffsetCalc<2, Index> planes, ColumnsA
   const int64_t width = int64_t{TX} * VEC;
   const int64_t tasks = args.planes * args.col_tiles * args.splits;
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
-    const int64_t tile_task = task / args.splits, split = task - tile_task * args.splits;
-    const int64_t plane = tile_task / args.col_tiles, tile = tile_task - plane * args.col_tiles;
+    const auto [tile_task, split, plane, tile] = column_task(task, args.splits, args.col_tiles);
     int64_t offsets[2];
     planes.get(static_cast<Index>(plane), offsets);
     const int64_t col0 = tile * width + int64_t{tx} * VEC;
@@ -398,8 +398,7 @@ softmax_columns_write_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, 
   const int64_t width = int64_t{TX} * VEC;
   const int64_t tasks = args.planes * args.col_tiles * args.splits;
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
-    const int64_t tile_task = task / args.splits, split = task - tile_task * args.splits;
-    const int64_t plane = tile_task / args.col_tiles, tile = tile_task - plane * args.col_tiles;
+    const auto [tile_task, split, plane, tile] = column_task(task, args.splits, args.col_tiles);
     const int64_t col0 = tile * width + int64_t{tx} * VEC;
     if (col0 >= args.columns) continue;
     const Stats* stats = args.partials + tile_task * args.splits * width + int64_t{tx} * VEC;
