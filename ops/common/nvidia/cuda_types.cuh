@@ -58,13 +58,56 @@ struct alignas(16) Vec {
   T v[N];
 };
 
+// 16 bytes held as four 32-bit registers. A 16-bit vector loaded into
+// Vec<T, N> gets split into one register per element right at the load,
+// which makes the thread wait for that load before issuing the next one;
+// loading into Raw16 and converting later keeps all of a thread's loads in
+// flight (the 16-bit softmax/reduce kernels were latency-bound on this).
+struct alignas(16) Raw16 {
+  uint32_t w[4];
+};
+template <class T>
+__device__ __forceinline__ Raw16 load_raw(const T* p) {  // p 16-byte aligned
+  return *reinterpret_cast<const Raw16*>(p);
+}
+// One 16-byte store, written in PTX: stored as a struct, the compiler split
+// it into 2-, 4- or 8-byte stores (the SASS of the dense, rows and softmax
+// kernels showed STG.E.U16 / STG.E where STG.E.128 was meant), which
+// multiplies the store instructions and the L2 write requests.
+template <class T>
+__device__ __forceinline__ void store_raw(T* p, const Raw16& r) {  // p 16-byte aligned
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(r.w[0]), "r"(r.w[1]), "r"(r.w[2]),
+               "r"(r.w[3])
+               : "memory");
+}
+
+// Vec <-> 16-byte words (N * sizeof(T) is 16 or 32).
+template <class T, int N>
+constexpr int kVecWords = sizeof(Vec<T, N>) / sizeof(Raw16);
 template <class T, int N>
 __device__ __forceinline__ Vec<T, N> load_vec(const T* p) {  // p 16-byte aligned
-  return *reinterpret_cast<const Vec<T, N>*>(p);
+  static_assert(kVecWords<T, N> * sizeof(Raw16) == sizeof(Vec<T, N>), "a Vec is whole 16-byte words");
+  Raw16 w[kVecWords<T, N>];
+#pragma unroll
+  for (int i = 0; i < kVecWords<T, N>; ++i) w[i] = load_raw(p + i * (N / kVecWords<T, N>));
+  Vec<T, N> v;
+  memcpy(&v, w, sizeof v);
+  return v;
 }
 template <class T, int N>
 __device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& v) {
-  *reinterpret_cast<Vec<T, N>*>(p) = v;
+  static_assert(kVecWords<T, N> * sizeof(Raw16) == sizeof(Vec<T, N>), "a Vec is whole 16-byte words");
+  Raw16 w[kVecWords<T, N>];
+  memcpy(w, &v, sizeof v);
+#pragma unroll
+  for (int i = 0; i < kVecWords<T, N>; ++i) store_raw(p + i * (N / kVecWords<T, N>), w[i]);
+}
+template <class T, int N>
+__device__ __forceinline__ Raw16 to_raw(const Vec<T, N>& v) {
+  static_assert(sizeof(Vec<T, N>) == sizeof(Raw16), "a Raw16 holds one 16-byte vector");
+  Raw16 r;
+  memcpy(&r, &v, sizeof r);
+  return r;
 }
 
 // Conversions of a whole vector; 16-bit types convert in pairs (one
@@ -124,25 +167,6 @@ __device__ __forceinline__ void store_floats(T* p, const float (&x)[N]) {
   store_vec<T, N>(p, v);
 }
 
-// 16 bytes held as four 32-bit registers. A 16-bit vector loaded into
-// Vec<T, N> gets split into one register per element right at the load,
-// which makes the thread wait for that load before issuing the next one;
-// loading into Raw16 and converting later keeps all of a thread's loads in
-// flight (the 16-bit softmax/reduce kernels were latency-bound on this).
-struct alignas(16) Raw16 {
-  uint32_t w[4];
-};
-template <class T>
-__device__ __forceinline__ Raw16 load_raw(const T* p) {  // p 16-byte aligned
-  return *reinterpret_cast<const Raw16*>(p);
-}
-template <class T, int N>
-__device__ __forceinline__ Raw16 to_raw(const Vec<T, N>& v) {
-  static_assert(sizeof(Vec<T, N>) == sizeof(Raw16), "a Raw16 holds one 16-byte vector");
-  Raw16 r;
-  memcpy(&r, &v, sizeof r);
-  return r;
-}
 template <class T, int N>
 __device__ __forceinline__ void raw_to_floats(const Raw16& r, float (&x)[N]) {
   static_assert(N * sizeof(T) == sizeof(Raw16), "a Raw16 holds one 16-byte vector");
