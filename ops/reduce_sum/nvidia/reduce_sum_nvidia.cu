@@ -2,7 +2,7 @@
 // into kept dims (one output each) and reduced dims. Variants:
 //   rows      the reduced elements of an output are contiguous runs: a group
 //             of TPR threads per output (TPR from the run length: 1 thread
-//             for tiny rows up to 1024 for long ones), 16-byte vectors, a
+//             for tiny rows up to 256 for long ones), 16-byte vectors, a
 //             scalar head per run that aligns them, 4 vectors in flight
 //   columns   the outputs are contiguous in src (a sum over a non-last dim):
 //             threads along the outputs with vectors, the reduced dim spread
@@ -29,6 +29,8 @@ namespace oprt::nvidia {
 namespace {
 
 constexpr int kUnroll = 4;          // vectors in flight per thread
+constexpr int kMinRounds = 4;       // rows: rounds of loads per thread once a row takes more than a warp
+constexpr int kRowsBlock = 256;     // rows: threads per block, and the most threads per output
 constexpr int kColumnsThreads = 256;
 
 enum class Kind { kEmpty, kZeros, kRows, kColumns };
@@ -336,13 +338,19 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
   d->run_outer = src_dims(reduced, reduced.ndim - 1);
   d->runs = d->run_outer.numel();
   const int64_t per_run = rows_contiguous ? d->run_length / vec : d->run_length;  // loads per run
-  d->tpr = static_cast<int>(std::clamp<int64_t>(floor_pow2(std::max<int64_t>(1, per_run / kUnroll)), 1, 1024));
+  // Threads per output: one round of kUnroll loads each covers the run, but
+  // past a warp each thread gets kMinRounds rounds: a wide group doing a
+  // single round spends most of its time in the group reduction with no
+  // loads in flight (16384^2 float32 with 1024 threads per row: 3.2 TB/s).
+  const int64_t one_round = std::max<int64_t>(1, per_run / kUnroll);
+  const int64_t tpr = std::min<int64_t>(one_round, std::max<int64_t>(32, one_round / kMinRounds));
+  d->tpr = static_cast<int>(std::clamp<int64_t>(floor_pow2(tpr), 1, kRowsBlock));
   // Split when the outputs cannot fill the GPU and each piece still gets
-  // at least two rounds of loads per thread.
+  // at least kMinRounds rounds of loads per thread.
   const int64_t want = ceil_div(resident_threads() * 2, d->rows * d->tpr);
   if (want > 1) {
     const int64_t units = d->runs == 1 ? d->run_length : d->runs;
-    const int64_t min_unit = d->runs == 1 ? int64_t{d->tpr} * (rows_contiguous ? vec : 1) * kUnroll * 2 : 1;
+    const int64_t min_unit = d->runs == 1 ? int64_t{d->tpr} * (rows_contiguous ? vec : 1) * kUnroll * kMinRounds : 1;
     d->splits = std::max<int64_t>(1, std::min(want, units / min_unit));
     d->split_len = ceil_div(units, d->splits);
     if (d->runs == 1 && rows_contiguous) d->split_len = ceil_div(d->split_len, vec) * vec;
@@ -361,7 +369,7 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
 // ---- launch -------------------------------------------------------------------
 template <class T, int TPR, class Index>
 void launch_rows_tpr(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
-  const int block = TPR > 256 ? TPR : 256;
+  constexpr int block = kRowsBlock;
   const int groups = block / TPR;
   const RowsArgs args{d.rows, d.runs, d.run_length, d.run_stride, d.splits, d.split_len, partials};
   const unsigned grid = grid_for(ceil_div(d.rows * d.splits, groups), 2048 / block, 2);
@@ -386,9 +394,7 @@ void launch_rows(const ReduceSumNvidia& d, T* out, const T* src, float* partials
     case 32: return launch_rows_tpr<T, 32, Index>(d, out, src, partials, stream);
     case 64: return launch_rows_tpr<T, 64, Index>(d, out, src, partials, stream);
     case 128: return launch_rows_tpr<T, 128, Index>(d, out, src, partials, stream);
-    case 256: return launch_rows_tpr<T, 256, Index>(d, out, src, partials, stream);
-    case 512: return launch_rows_tpr<T, 512, Index>(d, out, src, partials, stream);
-    default: return launch_rows_tpr<T, 1024, Index>(d, out, src, partials, stream);
+    default: return launch_rows_tpr<T, 256, Index>(d, out, src, partials, stream);
   }
 }
 

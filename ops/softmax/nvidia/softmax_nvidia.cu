@@ -203,6 +203,10 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
 }
 
 // ---- long rows, split over blocks -------------------------------------------------
+// Two-pass kernels (split rows, columns) read src twice. The second pass
+// walks the tasks in reverse: it starts on the chunks
+// the first pass read last, which are still in L2 (60 MiB on the H200), so
+// an input that fits in L2 is read from DRAM once.
 struct SplitArgs {
   int64_t nrows, length, out_stride, splits, chunk;
   Stats* partials;  // [row][split]
@@ -284,7 +288,8 @@ __global__ void __launch_bounds__(256)
 softmax_split_write_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args) {
   constexpr int VEC = kVec16<T>;
   const int64_t tasks = args.nrows * args.splits;
-  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+  for (int64_t i = blockIdx.x; i < tasks; i += gridDim.x) {
+    const int64_t task = tasks - 1 - i;  // reverse order: see "Two-pass kernels"
     const int64_t row = task / args.splits, split = task - row * args.splits;
     const Stats st = args.partials[row * args.splits];  // merged by combine_stats_kernel
     const float m = st.m, r = 1.0f / st.s;
@@ -397,7 +402,8 @@ softmax_columns_write_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, 
   const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
   const int64_t width = int64_t{TX} * VEC;
   const int64_t tasks = args.planes * args.col_tiles * args.splits;
-  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+  for (int64_t i = blockIdx.x; i < tasks; i += gridDim.x) {
+    const int64_t task = tasks - 1 - i;  // reverse order: see "Two-pass kernels"
     const auto [tile_task, split, plane, tile] = column_task(task, args.splits, args.col_tiles);
     const int64_t col0 = tile * width + int64_t{tx} * VEC;
     if (col0 >= args.columns) continue;
