@@ -290,21 +290,24 @@ def test_prepared_empty(backend, device, gen):
 
 @pytest.fixture
 def descriptor_counts(monkeypatch):
-    """Counts C descriptors created and destroyed while the test runs."""
+    """Counts descriptors created and destroyed while the test runs: the C
+    backends' (CDescriptor) and TileLang's (TileLangDescriptor, Python)."""
+    from operator_runtime._internal import tilelang_backend
+
     counts = {"created": 0, "destroyed": 0}
-    original_init, original_destroy = backends_module.CDescriptor.__init__, backends_module.CDescriptor.destroy
+    for cls, is_live in ((backends_module.CDescriptor, lambda d: getattr(d, "_handle", None) is not None),
+                         (tilelang_backend.TileLangDescriptor, lambda d: not getattr(d, "_destroyed", True))):
+        def counting_init(self, *args, _init=cls.__init__, **kwargs):
+            _init(self, *args, **kwargs)
+            counts["created"] += 1
 
-    def counting_init(self, *args, **kwargs):
-        original_init(self, *args, **kwargs)
-        counts["created"] += 1
+        def counting_destroy(self, _destroy=cls.destroy, _is_live=is_live):
+            if _is_live(self):
+                counts["destroyed"] += 1
+            _destroy(self)
 
-    def counting_destroy(self):
-        if getattr(self, "_handle", None) is not None:
-            counts["destroyed"] += 1
-        original_destroy(self)
-
-    monkeypatch.setattr(backends_module.CDescriptor, "__init__", counting_init)
-    monkeypatch.setattr(backends_module.CDescriptor, "destroy", counting_destroy)
+        monkeypatch.setattr(cls, "__init__", counting_init)
+        monkeypatch.setattr(cls, "destroy", counting_destroy)
     return counts
 
 

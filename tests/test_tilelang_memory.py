@@ -7,12 +7,14 @@ tilelang backend is unavailable. Run alone with
 
 from __future__ import annotations
 
+import gc
 import random
 
 import pytest
 import torch
 
 import operator_runtime as oprt
+from operator_runtime._internal.operator import DESCRIPTOR_CACHE, WORKSPACES
 
 pytestmark = pytest.mark.skipif(oprt.backend_unavailable_reason("tilelang") is not None,
                                 reason=f"tilelang unavailable: {oprt.backend_unavailable_reason('tilelang')}")
@@ -38,6 +40,17 @@ def _one_call(rng: random.Random):
         oprt.softmax(x, rng.choice([0, 1]), backend="tilelang")
 
 
+def _settle() -> None:
+    """Drops what the engine keeps on purpose, both bounded: its scratch
+    buffer per (device, stream), which grows to the largest workspace seen,
+    and the descriptor cache (test_descriptor_cache_is_bounded checks it)."""
+    WORKSPACES.buffers.clear()
+    DESCRIPTOR_CACHE.clear()
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+
+
 def _used_outside_torch() -> int:
     torch.cuda.synchronize()
     free, total = torch.cuda.mem_get_info()
@@ -48,13 +61,13 @@ def test_memory_returns_to_baseline():
     rng = random.Random(7)
     for _ in range(300):          # warm-up: every kernel variant gets loaded once
         _one_call(rng)
-    torch.cuda.empty_cache()
+    _settle()
     baseline_outside = _used_outside_torch()
     baseline_allocated = torch.cuda.memory_allocated()
     rng = random.Random(8)
     for _ in range(1000):
         _one_call(rng)
-    torch.cuda.empty_cache()
+    _settle()
     grown_outside = _used_outside_torch() - baseline_outside
     grown_allocated = torch.cuda.memory_allocated() - baseline_allocated
     print(f"\nafter 1000 calls: outside torch {grown_outside / 2**20:+.1f} MiB, "

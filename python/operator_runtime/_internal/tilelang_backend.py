@@ -249,6 +249,20 @@ class Planner:
         return TileLangDescriptor(variant, self.ws, self.steps, self.compile_seconds)
 
 
+def _check_shapes(op, out, inputs, params):
+    """The engine (Operator._resolve) checked the shapes already; a direct
+    call to create gets the same check, failing as the C backends' create
+    does, so no kernel ever runs on shapes that do not match."""
+    try:
+        expected = tuple(op._plan(out, *inputs, *params).out_shape)
+    except (ValueError, TypeError) as error:
+        raise OperatorRuntimeError(f"tilelang create {op.name}", 4, "OPRT_STATUS_BAD_SHAPE",
+                                   f"shapes do not fit: {error}") from None
+    if tuple(out.shape) != expected:
+        raise OperatorRuntimeError(f"tilelang create {op.name}", 4, "OPRT_STATUS_BAD_SHAPE",
+                                   f"out has shape {tuple(out.shape)}, expected {expected}")
+
+
 def _check_size(op, *tensors):
     for t in tensors:
         if t.numel() > INT32_MAX:
@@ -714,7 +728,7 @@ class TileLangBackend:
     def create(self, op, out, inputs, params) -> TileLangDescriptor:
         if op.name not in PLANNERS:
             raise BackendUnavailableError("tilelang", f"no TileLang kernels for {op.name}")
-        # Dtypes and shapes were checked by the engine (Operator._resolve).
+        _check_shapes(op, out, inputs, params)
         _check_size(op.name, out, *inputs)
         planner = Planner(self.table(out.device))
         with torch.cuda.device(out.device):
