@@ -202,6 +202,9 @@ class TileLangDescriptor:
         self._destroyed = True
         self._steps = ()
 
+    def __del__(self):  # an evicted descriptor is destroyed when dropped, as CDescriptor is
+        self.destroy()
+
 
 class Planner:
     """Builds the steps of one descriptor; every kernel it names is compiled
