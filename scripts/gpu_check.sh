@@ -48,6 +48,9 @@
 #   OPRT_SANITIZE_TOOLS  default "memcheck racecheck initcheck"
 #   OPRT_BENCH_ARGS      extra run_ops.py arguments (e.g. "--quick" or "--min-time 0.1")
 #   OPRT_VENV            the venv (default .venv); CMAKE_ARGS overrides the build flags
+#   OPRT_NO_VENV=1       no venv: python3 -m pip install --no-build-isolation --no-deps -e .
+#                        with the image's python (what every H200 run so far used; use
+#                        `python3 -m pip`, the image's bare `pip` belongs to another python)
 # Exit status: 0 when every phase passed, else 1 (2: bad arguments).
 set -uo pipefail
 
@@ -117,7 +120,12 @@ build() {
                                          "cuda", torch.version.cuda, "devices", torch.cuda.device_count())' 2>&1 || true
     echo "CMAKE_ARGS=$CMAKE_ARGS"
   } >"$log"
-  py=$(scripts/setup.sh 2>>"$log" | tail -n 1) || status=$?
+  if [[ ${OPRT_NO_VENV:-0} == 1 ]]; then  # the image's python as is (the route used on the H200 so far)
+    py=$(command -v python3)
+    "$py" -m pip install --no-build-isolation --no-deps -e . >>"$log" 2>&1 || status=$?
+  else
+    py=$(scripts/setup.sh 2>>"$log" | tail -n 1) || status=$?
+  fi
   if [[ $status == 0 && -x $py ]]; then
     "$py" - "$backend" >>"$log" 2>&1 <<'PY' || status=$?
 import sys
