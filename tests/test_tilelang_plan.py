@@ -269,3 +269,60 @@ def test_kernel_files_found_by_convention():
         assert path.parent.name == "tilelang" and path.parent.parent.name == op
         module = F.load_kernels(op)
         assert module.variants(), op
+
+
+# -- problems past int32 indexing, planned in pieces (tilelang_pieces) ------------------------
+
+PIECE_CASES = [  # (op, input shapes, params, kinds); LIMIT is patched to 1000 elements
+    ("copy", [(5000,)], (), ["contiguous"]),
+    ("copy", [(60, 70)], (), ["transposed"]),
+    ("copy", [(3, 40, 30)], (), ["sliced"]),
+    ("vector_add", [(50, 40), (40,)], (), ["contiguous", "contiguous"]),
+    ("vector_add", [(2, 3000), (2, 3000)], (), ["offset", "transposed"]),
+    ("softmax", [(30, 100)], (1,), ["contiguous"]),
+    ("softmax", [(100, 30)], (0,), ["transposed"]),
+    ("reduce_sum", [(5000,)], ((0,), False), ["contiguous"]),
+    ("reduce_sum", [(4, 3000)], ((1,), False), ["contiguous"]),
+    ("reduce_sum", [(4, 3000)], ((1,), True), ["transposed"]),
+    ("reduce_sum", [(3000, 4)], ((0,), False), ["contiguous"]),
+    ("reduce_sum", [(30, 40, 50)], ((0, 1, 2), False), ["sliced"]),
+    ("reduce_sum", [(30, 40, 50)], ((0, 2), True), ["contiguous"]),
+]
+
+
+def run_sized(op, out, inputs, params):
+    descriptor = F.plan_descriptor(FakeTable(), op, out, list(inputs), params)
+    workspace = torch.empty(descriptor.workspace_size, dtype=torch.uint8) if descriptor.workspace_size else None
+    descriptor.execute(out, list(inputs), workspace, None)
+    return descriptor
+
+
+@pytest.mark.parametrize("case", PIECE_CASES, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+def test_large_problems_run_in_pieces(case, monkeypatch):
+    from operator_runtime._internal import tilelang_pieces
+    monkeypatch.setattr(tilelang_pieces, "LIMIT", 1000)
+    op, shapes, params, kinds = case
+    gen = make_generator(6)
+    inputs = [layout(s, k, torch.float32, gen) for s, k in zip(shapes, kinds)]
+    if op == "vector_add":
+        shape = torch.broadcast_shapes(*(t.shape for t in inputs))
+        expected = inputs[0].double() + inputs[1].double()
+        inputs = [t.expand(shape) for t in inputs]
+    elif op == "copy":
+        expected = inputs[0].double()
+    elif op == "softmax":
+        expected = torch.softmax(inputs[0].double(), params[0])
+    else:
+        expected = inputs[0].double().sum(params[0], keepdim=params[1])
+    out = torch.full(expected.shape, float("nan"))
+    d = run_sized(op, out, inputs, params)
+    assert "+pieces" in d.variant or "+partials" in d.variant, d.variant
+    torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-4, msg=d.variant)
+
+
+def test_a_row_too_long_for_a_piece_is_refused(monkeypatch):
+    from operator_runtime._internal import tilelang_pieces
+    monkeypatch.setattr(tilelang_pieces, "LIMIT", 1000)
+    x = torch.randn(3, 2000)
+    with pytest.raises(F.OperatorRuntimeError, match="2\\*\\*31 - 1 elements"):
+        run_sized("softmax", torch.empty_like(x), [x], (1,))

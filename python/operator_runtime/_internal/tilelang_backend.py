@@ -36,10 +36,9 @@ import torch
 
 from ..errors import BackendUnavailableError, OperatorRuntimeError
 from .backends import STANDARD_DTYPES, cuda_raw_stream
+from .tilelang_pieces import WORKSPACE_ALIGN, plan_sized
 
 DTYPE_NAMES = {dtype: str(dtype).removeprefix("torch.") for dtype in STANDARD_DTYPES}  # TileLang's dtype names
-INT32_MAX = 2**31 - 1
-WORKSPACE_ALIGN = 256
 TARGET_BLOCKS = 528          # 4 blocks per SM on a 132-SM H200: enough to fill the GPU
 MAX_GRID_Y = 65535
 
@@ -266,12 +265,18 @@ def _check_shapes(op, out, inputs, params):
                                    f"out has shape {tuple(out.shape)}, expected {expected}")
 
 
-def _check_size(op, *tensors):
-    for t in tensors:
-        if t.numel() > INT32_MAX:
-            raise OperatorRuntimeError(f"tilelang create {op}", 4, "OPRT_STATUS_BAD_SHAPE",
-                                       f"tensors of more than 2**31 - 1 elements are not supported "
-                                       f"(got {t.numel()})")
+def plan_descriptor(table, name, out, inputs, params) -> TileLangDescriptor:
+    """The descriptor of one op call: the op's planner, in pieces when a
+    tensor passes int32 indexing (tilelang_pieces)."""
+    def plan(o, ins, ps):
+        return PLANNERS[name](Planner(table), o, *ins, *ps)
+
+    def combine(variant, workspace_size, steps, parts):
+        workspace = Workspace()
+        workspace.size = workspace_size
+        return TileLangDescriptor(variant, workspace, steps, sum(p.compile_seconds for p in parts))
+
+    return plan_sized(plan, combine, name, out, list(inputs), params)
 
 
 # -- copy ---------------------------------------------------------------------------------------------
@@ -732,10 +737,9 @@ class TileLangBackend:
         if op.name not in PLANNERS:
             raise BackendUnavailableError("tilelang", f"no TileLang kernels for {op.name}")
         _check_shapes(op, out, inputs, params)
-        _check_size(op.name, out, *inputs)
-        planner = Planner(self.table(out.device))
+        table = self.table(out.device)
         with torch.cuda.device(out.device):
-            return PLANNERS[op.name](planner, out, *inputs, *params)
+            return plan_descriptor(table, op.name, out, inputs, params)
 
     def stream(self, device: torch.device):
         return cuda_raw_stream(device.index)

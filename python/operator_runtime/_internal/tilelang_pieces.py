@@ -1,0 +1,117 @@
+"""Problems past TileLang's int32 indexing, planned as pieces that fit.
+
+The TileLang kernels index with int32, so no tensor a kernel sees may hold
+more than LIMIT = 2**31 - 1 elements. A larger problem is cut along one dim
+into pieces that fit (cut again if one index of that dim is still too
+large); each piece is an ordinary descriptor, run in order on views of the
+caller's tensors:
+
+  copy, vector_add  any dim (the inputs arrive broadcast to out's shape)
+  softmax           any dim but the softmax dim (one row must fit)
+  reduce_sum        a kept dim; with none left to cut (a sum to a scalar,
+                    or one output summing more than LIMIT elements) a
+                    reduced dim: each piece sums into float32 partials in
+                    the workspace, then one more descriptor adds the
+                    partials into out, in piece order (deterministic)
+
+A piece of a transposed copy is no longer a whole transpose: it runs the
+strided kernel. Correct, slower; only tensors past 2**31 elements pay it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..errors import OperatorRuntimeError
+
+LIMIT = 2**31 - 1
+WORKSPACE_ALIGN = 256  # bytes; every workspace region starts on this boundary
+
+
+def fits(out, inputs) -> bool:
+    return all(t.numel() <= LIMIT for t in (out, *inputs))
+
+
+def plan_sized(plan, combine, name, out, inputs, params):
+    """plan(out, inputs, params) -> descriptor, for a problem of any size.
+    combine(variant, workspace_size, steps, parts) builds the descriptor of
+    a problem planned in pieces (`parts`: the piece descriptors)."""
+    if fits(out, inputs):
+        return plan(out, inputs, params)
+    for src_dim, out_dim in _cuts(name, out, inputs, params):
+        size = out.shape[out_dim]
+        if size > 1:
+            return _cut(plan, combine, name, out, inputs, params, src_dim, out_dim, size)
+    if name == "reduce_sum":
+        return _sum_through_partials(plan, combine, out, inputs[0], *params)
+    raise OperatorRuntimeError(f"tilelang create {name}", 4, "OPRT_STATUS_BAD_SHAPE",
+                               f"tensors of more than 2**31 - 1 elements are not supported here: {name} "
+                               f"cannot cut shape {tuple(inputs[0].shape)} into pieces that fit "
+                               f"(got {max(t.numel() for t in (out, *inputs))} elements)")
+
+
+def _cuts(name, out, inputs, params) -> list:
+    """(input dim, out dim) pairs along which every tensor can be cut alike."""
+    if name in ("copy", "vector_add"):
+        if any(t.shape != out.shape for t in inputs):
+            return []
+        return [(d, d) for d in range(out.dim())]
+    if name == "softmax":
+        dim = params[0] % max(out.dim(), 1)
+        return [(d, d) for d in range(out.dim()) if d != dim]
+    dims, keepdim = params
+    cuts, k = [], 0
+    for d in range(inputs[0].dim()):
+        if d in dims:
+            k += 1 if keepdim else 0
+        else:
+            cuts.append((d, k))
+            k += 1
+    return cuts
+
+
+def _steps_of(size, per_index):
+    step = max(1, LIMIT // max(per_index, 1))
+    return [(i, min(step, size - i)) for i in range(0, size, step)]
+
+
+def _cut(plan, combine, name, out, inputs, params, src_dim, out_dim, size):
+    per_index = max(t.numel() for t in (out, *inputs)) // size
+    parts = []
+    for start, length in _steps_of(size, per_index):
+        piece = plan_sized(plan, combine, name, out.narrow(out_dim, start, length),
+                           [t.narrow(src_dim, start, length) for t in inputs], params)
+        parts.append((start, length, piece))
+
+    def run(o, ins, ws):  # pieces launch on torch's current stream, as every TileLang kernel does
+        for start, length, piece in parts:
+            piece.execute(o.narrow(out_dim, start, length), [t.narrow(src_dim, start, length) for t in ins], ws, None)
+
+    return combine(f"{parts[0][2].variant}+pieces{len(parts)}", max(p.workspace_size for _, _, p in parts), [run],
+                   [p for _, _, p in parts])
+
+
+def _sum_through_partials(plan, combine, out, src, dims, keepdim):
+    reduced = [d for d in range(src.dim()) if d in dims and src.shape[d] > 1]
+    dim = reduced[0]  # a reduced dim of size > 1 exists: src is too large and no kept dim can be cut
+    size = src.shape[dim]
+    cuts = _steps_of(size, src.numel() // size)
+    shape = tuple(out.shape)
+    partials = torch.empty((len(cuts),) + shape, dtype=torch.float32, device=out.device)  # planning only
+    parts = [(start, length, plan_sized(plan, combine, "reduce_sum", partials[j], [src.narrow(dim, start, length)],
+                                        (dims, keepdim)))
+             for j, (start, length) in enumerate(cuts)]
+    final = plan_sized(plan, combine, "reduce_sum", out, [partials], ((0,), False))
+    partial_bytes = partials.numel() * 4
+    scratch = -(-partial_bytes // WORKSPACE_ALIGN) * WORKSPACE_ALIGN  # the pieces' own workspace starts here
+    need = max([p.workspace_size for _, _, p in parts] + [final.workspace_size])
+
+    def run(o, ins, ws):
+        sums = ws[:partial_bytes].view(torch.float32).view(partials.shape)
+        rest = ws[scratch:]
+        for j, (start, length, piece) in enumerate(parts):
+            piece.execute(sums[j], [ins[0].narrow(dim, start, length)], rest, None)
+        final.execute(o, [sums], rest, None)
+
+    variant = f"{parts[0][2].variant}+partials{len(parts)}"
+    return combine(variant, scratch + need, [run], [p for _, _, p in parts] + [final])
