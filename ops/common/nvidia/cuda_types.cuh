@@ -156,11 +156,6 @@ __device__ __forceinline__ void floats_to_vec(const float (&x)[N], Vec<T, N>& v)
   }
 }
 
-// Loads N elements as floats from a 16-byte-aligned address.
-template <int N, class T>
-__device__ __forceinline__ void load_floats(const T* p, float (&x)[N]) {
-  vec_to_floats(load_vec<T, N>(p), x);
-}
 template <int N, class T>
 __device__ __forceinline__ void store_floats(T* p, const float (&x)[N]) {
   Vec<T, N> v;

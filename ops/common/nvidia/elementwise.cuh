@@ -153,8 +153,7 @@ rows_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> ro
     for (int64_t i = vec_end + lane; i < end; i += group_size) element(i);
     // Raw16 (see cuda_types.cuh) keeps every load in flight; the vectors
     // are taken apart only after all of them were issued.
-    static_assert(sizeof(Vec<In, VEC>) % sizeof(Raw16) == 0, "whole 16-byte words");
-    constexpr int W = sizeof(Vec<In, VEC>) / sizeof(Raw16);  // words per vector (2 for float -> 16-bit copies)
+    constexpr int W = kVecWords<In, VEC>;  // words per vector (2 for float -> 16-bit copies)
     Raw16 raw[U][K][W];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
