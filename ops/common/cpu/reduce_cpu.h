@@ -30,44 +30,71 @@ template <class T>
 constexpr bool has_load8 = false;
 #endif
 
-// Sum of n contiguous elements: 32 independent lanes over blocks of 4096,
-// each block folded by a fixed tree, block sums added in order. The blocking
-// keeps the rounding error near O(n/4096) instead of O(n).
+// A running total of a sequence of partial sums, added pairwise (a binary
+// counter: the k-th level holds the sum of 2^k consecutive partials), so the
+// rounding error grows with log2 of the count, not the count: repeated
+// runs of a broadcast (stride-0) input add thousands of same-signed partials.
+template <class A>
+class PairwiseTotal {
+ public:
+  void add(A value) {
+    int level = 0;
+    for (uint64_t carry = count_++; carry & 1; carry >>= 1) value = levels_[level++] + value;
+    levels_[level] = value;
+  }
+  A total() const {
+    A sum = 0;
+    int level = 0;
+    for (uint64_t bits = count_; bits; bits >>= 1, ++level)
+      if (bits & 1) sum += levels_[level];
+    return sum;
+  }
+
+ private:
+  A levels_[64];
+  uint64_t count_ = 0;
+};
+
+// Sum of m <= 4096 contiguous elements: kLanes independent lanes folded by a
+// fixed tree.
+template <class T, int kLanes>
+acc_t<T> sum_block(const T* q, int64_t m) {
+  using A = acc_t<T>;
+  alignas(32) A lanes[kLanes] = {};
+  int64_t i = 0;
+#ifdef __AVX2__
+  if constexpr (has_load8<T>) {
+    static_assert(kLanes == 32);
+    __m256 v0 = _mm256_setzero_ps(), v1 = v0, v2 = v0, v3 = v0;
+    for (; i + kLanes <= m; i += kLanes) {
+      v0 = _mm256_add_ps(v0, load8(q + i));
+      v1 = _mm256_add_ps(v1, load8(q + i + 8));
+      v2 = _mm256_add_ps(v2, load8(q + i + 16));
+      v3 = _mm256_add_ps(v3, load8(q + i + 24));
+    }
+    // Fold the 32 lanes to 8 in registers, add the tail, fold 8 -> 1.
+    _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(v0, v2), _mm256_add_ps(v1, v3)));
+    for (int j = 0; i < m; ++i, j = (j + 1) & 7) lanes[j] += to_float(q[i]);
+    return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+  }
+#endif
+  for (; i + kLanes <= m; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lanes[j] += to_float(q[i + j]);
+  for (int j = 0; i < m; ++i, ++j) lanes[j] += to_float(q[i]);
+  for (int width = kLanes / 2; width > 0; width /= 2)
+    for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+  return lanes[0];
+}
+
+// Sum of n contiguous elements: blocks of 4096 (sum_block), the block sums
+// added pairwise.
 template <class T>
 acc_t<T> sum_contiguous(const T* p, int64_t n) {
-  using A = acc_t<T>;
-  constexpr int kLanes = 32;
   constexpr int64_t kBlock = 4096;
-  A total = 0;
-  for (int64_t start = 0; start < n; start += kBlock) {
-    const T* q = p + start;
-    const int64_t m = std::min(kBlock, n - start);
-    alignas(32) A lanes[kLanes] = {};
-    int64_t i = 0;
-#ifdef __AVX2__
-    if constexpr (has_load8<T>) {
-      __m256 v0 = _mm256_setzero_ps(), v1 = v0, v2 = v0, v3 = v0;
-      for (; i + kLanes <= m; i += kLanes) {
-        v0 = _mm256_add_ps(v0, load8(q + i));
-        v1 = _mm256_add_ps(v1, load8(q + i + 8));
-        v2 = _mm256_add_ps(v2, load8(q + i + 16));
-        v3 = _mm256_add_ps(v3, load8(q + i + 24));
-      }
-      // Fold the 32 lanes to 8 in registers, add the tail, fold 8 -> 1.
-      _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(v0, v2), _mm256_add_ps(v1, v3)));
-      for (int j = 0; i < m; ++i, j = (j + 1) & 7) lanes[j] += to_float(q[i]);
-      total += ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
-      continue;
-    }
-#endif
-    for (; i + kLanes <= m; i += kLanes)
-      for (int j = 0; j < kLanes; ++j) lanes[j] += to_float(q[i + j]);
-    for (int j = 0; i < m; ++i, ++j) lanes[j] += to_float(q[i]);
-    for (int width = kLanes / 2; width > 0; width /= 2)
-      for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
-    total += lanes[0];
-  }
-  return total;
+  if (n <= kBlock) return sum_block<T, 32>(p, n);
+  PairwiseTotal<acc_t<T>> total;
+  for (int64_t start = 0; start < n; start += kBlock) total.add(sum_block<T, 32>(p + start, std::min(kBlock, n - start)));
+  return total.total();
 }
 
 // acc[0..64) += one row of 64 contiguous elements (the columns variant).
@@ -85,12 +112,22 @@ inline void add_row64(const T* q, acc_t<T>* acc) {
 template <class T>
 acc_t<T> sum_strided(const T* p, int64_t stride, int64_t n) {
   if (stride == 1) return sum_contiguous(p, n);
-  acc_t<T> lanes[4] = {};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int j = 0; j < 4; ++j) lanes[j] += to_float(p[(i + j) * stride]);
-  for (int j = 0; i < n; ++i, ++j) lanes[j] += to_float(p[i * stride]);
-  return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  // A broadcast run: n copies of one value, summed with one rounding
+  // (adding them one by one drifts by up to n/4 roundings).
+  if (stride == 0) return n > 0 ? to_float(p[0]) * static_cast<acc_t<T>>(n) : acc_t<T>(0);
+  constexpr int64_t kBlock = 4096;
+  auto block = [stride](const T* q, int64_t m) {
+    acc_t<T> lanes[4] = {};
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4)
+      for (int j = 0; j < 4; ++j) lanes[j] += to_float(q[(i + j) * stride]);
+    for (int j = 0; i < m; ++i, ++j) lanes[j] += to_float(q[i * stride]);
+    return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  };
+  if (n <= kBlock) return block(p, n);
+  PairwiseTotal<acc_t<T>> total;
+  for (int64_t start = 0; start < n; start += kBlock) total.add(block(p + start * stride, std::min(kBlock, n - start)));
+  return total.total();
 }
 
 }  // namespace oprt::cpu

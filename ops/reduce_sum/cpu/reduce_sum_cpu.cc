@@ -97,6 +97,7 @@ void run(const ReduceSumCpu& d, T* out, const T* src, acc_t<T>* partials) {
     char* const bases[2] = {reinterpret_cast<char*>(const_cast<T*>(base)), nullptr};
     const int64_t stride = reduced.inner_stride(0);
     const int64_t begin = c * d.chunk, end = std::min(reduced_numel, begin + d.chunk);
+    PairwiseTotal<A> runs;  // the rows kind: one output, its runs added pairwise
     walk_runs(reduced, bases, sizes, begin, end, [&](char* const* p, int64_t n) {
       const T* q = reinterpret_cast<const T*>(p[0]);
       if (d.kind == Kind::kColumns && count == kColumns) {
@@ -105,9 +106,10 @@ void run(const ReduceSumCpu& d, T* out, const T* src, acc_t<T>* partials) {
         for (int64_t i = 0; i < n; ++i, q += stride)
           for (int64_t j = 0; j < count; ++j) acc[j] += to_float(q[j]);
       } else {
-        acc[0] += sum_strided(q, stride, n);
+        runs.add(sum_strided(q, stride, n));
       }
     });
+    if (d.kind != Kind::kColumns) acc[0] = runs.total();
     return count;
   };
   auto store = [&](int64_t b, const A* acc) {
@@ -132,9 +134,11 @@ void run(const ReduceSumCpu& d, T* out, const T* src, acc_t<T>* partials) {
           total = sum_strided(row, reduced_stride, reduced_numel);
         } else {
           char* const row_bases[2] = {reinterpret_cast<char*>(const_cast<T*>(row)), nullptr};
+          PairwiseTotal<A> runs;
           walk_runs(reduced, row_bases, sizes, 0, reduced_numel, [&](char* const* q, int64_t m) {
-            total += sum_strided(reinterpret_cast<const T*>(q[0]), reduced_stride, m);
+            runs.add(sum_strided(reinterpret_cast<const T*>(q[0]), reduced_stride, m));
           });
+          total = runs.total();
         }
         o[i * out_stride] = from_acc<T>(total);
       }
