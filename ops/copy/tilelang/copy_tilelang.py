@@ -5,9 +5,11 @@ variant, whatever the tensor size):
 
   contiguous(src, dst, vec)   dst[i] = src[i] over a flat length; vec = 16-byte
                               vectors (vec=1: pointers not 16-byte aligned)
-  transpose(src, dst)         dst[b, i, j] = src[b, j, i]: both sides dense, the
-                              inner two dims swapped; 32x32 tiles through shared
-                              memory so reads and writes are both coalesced
+  transpose(src, dst, pair)   dst[b, i, j] = src[b, j, i]: both sides dense, the
+                              inner two dims swapped; 64x64 tiles (32x32 when
+                              pair = 1: odd sizes or misaligned pointers)
+                              through shared memory, so reads and writes are
+                              both coalesced
   strided(src, dst, ndim)     any strides on both sides (broadcast stride 0
                               included), ndim 4 or 8 after padding; also the
                               staging kernel other ops use to gather operands
@@ -60,28 +62,43 @@ def contiguous(src_dtype: str, dst_dtype: str, vec: int, unroll: int = 4):
     return copy_contiguous
 
 
-def transpose(src_dtype: str, dst_dtype: str, tile: int = 32):
-    rows_per_pass = THREADS // tile
+def transpose(src_dtype: str, dst_dtype: str, pair: int = 1):
+    """Tiles of 32 * pair square through shared memory; a lane moves `pair`
+    consecutive elements per row (pair = 2: 4- or 8-byte accesses, which
+    needs R and C even and pointers aligned to two elements), 8 warps on
+    interleaved rows: 4 * pair loads in flight per thread."""
+    tile = 32 * pair
+    warps = THREADS // 32
     B, R, C = T.dynamic("B R C")
 
     @T.prim_func
     def copy_transpose(src: T.Tensor((B, C, R), src_dtype), dst: T.Tensor((B, R, C), dst_dtype)):
         with T.Kernel(T.ceildiv(C, tile), T.ceildiv(R, tile), B, threads=THREADS) as (bj, bi, b):
             tx = T.get_thread_binding()
-            lane = tx % tile
-            w = tx // tile
+            lane = tx % 32
+            w = tx // 32
             buf = T.alloc_shared((tile, tile + 1), "float32")
-            # read: consecutive lanes walk src's contiguous dim (i)
-            for k in T.unroll(tile // rows_per_pass):
-                if bj * tile + w + k * rows_per_pass < C and bi * tile + lane < R:
-                    buf[w + k * rows_per_pass, lane] = T.cast(
-                        src[b, bj * tile + w + k * rows_per_pass, bi * tile + lane], "float32")
+            val = T.alloc_local((tile // warps, pair), src_dtype)
+            res = T.alloc_local((pair,), dst_dtype)
+            if pair > 1:
+                T.assume(R % pair == 0)
+                T.assume(C % pair == 0)
+            # read: consecutive lanes walk src's contiguous dim (i); every load first
+            for k in T.unroll(tile // warps):
+                if bj * tile + w + k * warps < C and bi * tile + lane * pair < R:
+                    for v in T.vectorized(pair):
+                        val[k, v] = src[b, bj * tile + w + k * warps, bi * tile + lane * pair + v]
+            for k in T.unroll(tile // warps):
+                for v in T.unroll(pair):
+                    buf[w + k * warps, lane * pair + v] = T.cast(val[k, v], "float32")
             T.sync_threads()
             # write: consecutive lanes walk dst's contiguous dim (j)
-            for k in T.unroll(tile // rows_per_pass):
-                if bi * tile + w + k * rows_per_pass < R and bj * tile + lane < C:
-                    dst[b, bi * tile + w + k * rows_per_pass, bj * tile + lane] = T.cast(
-                        buf[lane, w + k * rows_per_pass], dst_dtype)
+            for k in T.unroll(tile // warps):
+                if bi * tile + w + k * warps < R and bj * tile + lane * pair < C:
+                    for v in T.unroll(pair):
+                        res[v] = T.cast(buf[lane * pair + v, w + k * warps], dst_dtype)
+                    for v in T.vectorized(pair):
+                        dst[b, bi * tile + w + k * warps, bj * tile + lane * pair + v] = res[v]
 
     return copy_transpose
 
@@ -127,7 +144,8 @@ def variants():
     for s, d in itertools.product(DTYPES, DTYPES):
         out.append((f"contiguous_{s}_{d}_v", contiguous, (s, d, vector_width(s, d))))
         out.append((f"contiguous_{s}_{d}_1", contiguous, (s, d, 1)))
-        out.append((f"transpose_{s}_{d}", transpose, (s, d)))
+        out.append((f"transpose_{s}_{d}_2", transpose, (s, d, 2)))
+        out.append((f"transpose_{s}_{d}_1", transpose, (s, d, 1)))
         out.append((f"strided4_{s}_{d}", strided, (s, d, 4)))
         out.append((f"strided8_{s}_{d}", strided, (s, d, 8)))
     return out

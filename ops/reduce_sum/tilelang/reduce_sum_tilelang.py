@@ -16,9 +16,11 @@ results are bitwise reproducible.
 
 Kernels (sizes T.dynamic):
   rows(src, out, vec)        one block of 256 threads per (row, segment); grid (M, S)
-  warp_rows(src, out)        one warp per row, 8 rows a block: short rows
-  columns(src, out, vec)     one thread per `vec` columns, a block per
-                             (column tile x batch, segment)
+  warp_rows(src, out)        one warp per 4 rows, 32 rows a block: short rows
+  columns(src, out, vec)     a block per (tile of 32 * vec columns x batch,
+                             segment): a lane per `vec` columns, the 8
+                             warps on interleaved rows, summed in shared
+                             memory
 vec > 1 uses 16-byte loads and needs the row length (or C) to be a multiple
 of vec and the pointers 16-byte aligned; vec = 1 uses coalesced scalar loads.
 """
@@ -26,7 +28,7 @@ of vec and the pointers 16-byte aligned; vec = 1 uses coalesced scalar loads.
 
 import tilelang.language as T
 
-from operator_runtime._internal.tilelang_common import block_sum, vector_width, warp_sum
+from operator_runtime._internal.tilelang_common import block_sum, vector_width
 
 DTYPES = ("float32", "float16", "bfloat16")
 THREADS = 256
@@ -50,9 +52,11 @@ def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2):
             if vec > 1:
                 T.assume(N % vec == 0)
             # segment length: a multiple of `step`, so every segment starts aligned
-            seg_len = T.ceildiv(T.ceildiv(N, S), step) * step
-            start = seg * seg_len
-            end = T.min(N, start + seg_len)
+            # (registers hold the quotients: inlined, they cost divisions per load)
+            seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))
+            T.assume(seg_steps >= 1)
+            start = seg * seg_steps * step
+            end = T.min(N, start + seg_steps * step)
             for j in T.unroll(unroll * vec):
                 part[j] = T.float32(0)
             for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
@@ -78,8 +82,9 @@ def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2):
     return sum_rows
 
 
-def warp_rows(src_dtype: str, out_dtype: str, per_lane: int = 4):
-    """Rows of up to a few hundred elements: a warp per row, scalar coalesced loads."""
+def warp_rows(src_dtype: str, out_dtype: str, per_lane: int = 4, rpw: int = 4):
+    """Rows of up to a few hundred elements: a warp per `rpw` rows, scalar
+    coalesced loads, all rows' loads of a step in flight together."""
     threads = THREADS
     warps = threads // 32
     step = 32 * per_lane
@@ -88,32 +93,43 @@ def warp_rows(src_dtype: str, out_dtype: str, per_lane: int = 4):
 
     @T.prim_func
     def sum_warp_rows(src: T.Tensor((M, N), src_dtype), out: T.StridedTensor((M,), (om,), out_dtype)):
-        with T.Kernel(T.ceildiv(M, warps), threads=threads) as bx:
+        with T.Kernel(T.ceildiv(M, warps * rpw), threads=threads) as bx:
             tx = T.get_thread_binding()
             lane = tx % 32
-            row = bx * warps + tx // 32
-            acc = T.alloc_local((1,), F32)
-            part = T.alloc_local((per_lane,), F32)
-            for j in T.unroll(per_lane):
-                part[j] = T.float32(0)
-            if row < M:
-                for k in T.serial(T.ceildiv(N, step)):
-                    for j in T.unroll(per_lane):
-                        if k * step + j * 32 + lane < N:
-                            part[j] = part[j] + T.cast(src[row, k * step + j * 32 + lane], F32)
-            acc[0] = T.float32(0)
-            for j in T.unroll(per_lane):
-                acc[0] = acc[0] + part[j]
-            warp_sum(acc)
-            if row < M and lane == 0:
-                out[row] = T.cast(acc[0], out_dtype)
+            row0 = (bx * warps + tx // 32) * rpw
+            part = T.alloc_local((rpw, per_lane), F32)
+            acc = T.alloc_local((rpw,), F32)
+            for r in T.unroll(rpw):
+                for j in T.unroll(per_lane):
+                    part[r, j] = T.float32(0)
+            for k in T.serial(T.ceildiv(N, step)):
+                for r in T.unroll(rpw):
+                    if row0 + r < M:
+                        for j in T.unroll(per_lane):
+                            if k * step + j * 32 + lane < N:
+                                part[r, j] = part[r, j] + T.cast(src[row0 + r, k * step + j * 32 + lane], F32)
+            for r in T.unroll(rpw):
+                acc[r] = T.float32(0)
+                for j in T.unroll(per_lane):
+                    acc[r] = acc[r] + part[r, j]
+            for o in T.unroll(5):
+                for r in T.unroll(rpw):
+                    acc[r] = acc[r] + T.shfl_xor(acc[r], 16 >> o)
+            for r in T.unroll(rpw):
+                if row0 + r < M and lane == 0:
+                    out[row0 + r] = T.cast(acc[r], out_dtype)
 
     return sum_warp_rows
 
 
 def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4):
+    """A block owns a tile of 32 * vec columns: lane tx % 32 holds `vec` of
+    them (one 16-byte load per row when vec > 1), and the 8 warps take every
+    8th row of the segment, `unroll` rows of loads in flight; the 8 partial
+    sums of a column are added in shared memory in warp order."""
     threads = THREADS
-    cols = threads * vec
+    lanes = threads // 32
+    cols = 32 * vec
     B, R, C, S = T.dynamic("B R C S")
     ob, os, oc = T.dynamic("ob os oc", "int64")
 
@@ -121,37 +137,49 @@ def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4):
     def sum_columns(src: T.Tensor((B, R, C), src_dtype), out: T.StridedTensor((B, S, C), (ob, os, oc), out_dtype)):
         with T.Kernel(T.ceildiv(C, cols) * B, S, threads=threads) as (bt, seg):
             tx = T.get_thread_binding()
-            b = bt // T.ceildiv(C, cols)
-            bx = bt % T.ceildiv(C, cols)
+            lane = tx % 32
+            warp = tx // 32
+            # registers hold the quotients: inlined, they would cost divisions per load
+            b = T.alloc_var("int32", init=bt // T.ceildiv(C, cols))
+            tile = T.alloc_var("int32", init=bt % T.ceildiv(C, cols))
+            seg_len = T.alloc_var("int32", init=T.ceildiv(R, S))
             part = T.alloc_local((unroll, vec), F32)
             buf = T.alloc_local((unroll, vec), src_dtype)
+            red = T.alloc_shared((lanes, cols), F32)
             if vec > 1:
                 T.assume(C % vec == 0)
-            seg_len = T.ceildiv(R, S)
-            start = seg * seg_len
-            end = T.min(R, start + seg_len)
-            c0 = bx * cols + tx * vec
+            start = seg * seg_len + warp
+            end = T.min(R, seg * seg_len + seg_len)
+            c0 = tile * cols + lane * vec
             for u in T.unroll(unroll):
                 for v in T.unroll(vec):
                     part[u, v] = T.float32(0)
             if c0 < C:
-                for k in T.serial(T.ceildiv(T.max(end - start, 0), unroll)):
-                    if start + (k + 1) * unroll <= end:
+                for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * unroll)):
+                    if start + (k * unroll + unroll - 1) * lanes < end:
                         for u in T.unroll(unroll):
                             for v in T.vectorized(vec):
-                                buf[u, v] = src[b, start + k * unroll + u, c0 + v]
+                                buf[u, v] = src[b, start + (k * unroll + u) * lanes, c0 + v]
                         for u in T.unroll(unroll):
                             for v in T.unroll(vec):
                                 part[u, v] = part[u, v] + T.cast(buf[u, v], F32)
                     else:
                         for u in T.unroll(unroll):
-                            if start + k * unroll + u < end:
+                            if start + (k * unroll + u) * lanes < end:
                                 for v in T.unroll(vec):
-                                    part[u, v] = part[u, v] + T.cast(src[b, start + k * unroll + u, c0 + v], F32)
-                for v in T.unroll(vec):
-                    for u in T.unroll(1, unroll):
-                        part[0, v] = part[0, v] + part[u, v]
-                    out[b, seg, c0 + v] = T.cast(part[0, v], out_dtype)
+                                    part[u, v] = part[u, v] + T.cast(
+                                        src[b, start + (k * unroll + u) * lanes, c0 + v], F32)
+            for v in T.unroll(vec):
+                for u in T.unroll(1, unroll):
+                    part[0, v] = part[0, v] + part[u, v]
+                red[warp, lane * vec + v] = part[0, v]
+            T.sync_threads()
+            for i in T.serial(T.ceildiv(cols, threads)):
+                if i * threads + tx < cols and tile * cols + i * threads + tx < C:
+                    part[0, 0] = red[0, i * threads + tx]
+                    for w in T.unroll(1, lanes):
+                        part[0, 0] = part[0, 0] + red[w, i * threads + tx]
+                    out[b, seg, tile * cols + i * threads + tx] = T.cast(part[0, 0], out_dtype)
 
     return sum_columns
 

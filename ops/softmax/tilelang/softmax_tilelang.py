@@ -9,8 +9,9 @@ Canonical forms (anything else is staged through the workspace):
   columns   src/out [B, R, C] dense, softmax over R
 
 Kernels (sizes T.dynamic):
-  warp_rows(dtype, per_lane)            N <= 32 * per_lane: a warp per row,
-                                        the row in registers, 1 read + 1 write
+  warp_rows(dtype, per_lane)            N <= 32 * per_lane: a warp per
+                                        rows_per_warp rows, in registers,
+                                        1 read + 1 write
   block_rows(dtype, threads, per_thread, vec)
                                         N <= threads * per_thread: a block per
                                         row, the row in registers
@@ -29,8 +30,8 @@ out may be src itself: every element is read before its own write.
 
 import tilelang.language as T
 
-from operator_runtime._internal.tilelang_common import (NEG_INF, block_max, block_sum, rescale, vector_width, warp_max,
-                                                        warp_sum)
+from operator_runtime._internal.tilelang_common import (NEG_INF, block_max, block_sum, exp_term, fast_exp, itemsize,
+                                                        rescale, scaled, vector_width)
 
 DTYPES = ("float32", "float16", "bfloat16")
 F32 = "float32"
@@ -40,40 +41,57 @@ WARP_ROW_CLASSES = (4, 8, 16, 32)
 SPLIT_THREADS = 512
 
 
+def rows_per_warp(dtype: str, per_lane: int) -> int:
+    """Rows a warp_rows warp holds at once: enough for ~32 bytes of loads in
+    flight per lane (a 128-wide bf16 row alone gives a lane 8 bytes)."""
+    return max(1, min(4, 32 // (per_lane * itemsize(dtype))))
+
+
 def warp_rows(dtype: str, per_lane: int):
     threads = 256
     warps = threads // 32
+    rpw = rows_per_warp(dtype, per_lane)
     M, N = T.dynamic("M N")
 
     @T.prim_func
     def softmax_warp_rows(src: T.Tensor((M, N), dtype), out: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(M, warps), threads=threads) as bx:
+        with T.Kernel(T.ceildiv(M, warps * rpw), threads=threads) as bx:
             T.annotate_restrict_buffers(src, out)
             tx = T.get_thread_binding()
             lane = tx % 32
-            row = bx * warps + tx // 32
-            x = T.alloc_local((per_lane,), F32)
-            m = T.alloc_local((1,), F32)
-            s = T.alloc_local((1,), F32)
-            for j in T.unroll(per_lane):
-                x[j] = T.float32(NEG_INF)
-            if row < M:
+            row0 = (bx * warps + tx // 32) * rpw
+            x = T.alloc_local((rpw, per_lane), F32)
+            m = T.alloc_local((rpw,), F32)
+            s = T.alloc_local((rpw,), F32)
+            for r in T.unroll(rpw):
                 for j in T.unroll(per_lane):
-                    if j * 32 + lane < N:
-                        x[j] = T.cast(src[row, j * 32 + lane], F32)
-            m[0] = T.float32(NEG_INF)
-            for j in T.unroll(per_lane):
-                m[0] = T.max(m[0], x[j])
-            warp_max(m)
-            s[0] = T.float32(0)
-            for j in T.unroll(per_lane):
-                x[j] = T.if_then_else(j * 32 + lane < N, T.exp(x[j] - m[0]), T.float32(0))
-                s[0] = s[0] + x[j]
-            warp_sum(s)
-            if row < M:
+                    x[r, j] = T.float32(NEG_INF)
+            for r in T.unroll(rpw):  # every load first
+                if row0 + r < M:
+                    for j in T.unroll(per_lane):
+                        if j * 32 + lane < N:
+                            x[r, j] = T.cast(src[row0 + r, j * 32 + lane], F32)
+            for r in T.unroll(rpw):
+                m[r] = T.float32(NEG_INF)
                 for j in T.unroll(per_lane):
-                    if j * 32 + lane < N:
-                        out[row, j * 32 + lane] = T.cast(x[j] / s[0], dtype)
+                    m[r] = T.max(m[r], x[r, j])
+            for o in T.unroll(5):
+                for r in T.unroll(rpw):
+                    m[r] = T.max(m[r], T.shfl_xor(m[r], 16 >> o))
+            for r in T.unroll(rpw):
+                s[r] = T.float32(0)
+                for j in T.unroll(per_lane):
+                    x[r, j] = T.if_then_else(j * 32 + lane < N, fast_exp(x[r, j] - m[r]), T.float32(0))
+                    s[r] = s[r] + x[r, j]
+            for o in T.unroll(5):
+                for r in T.unroll(rpw):
+                    s[r] = s[r] + T.shfl_xor(s[r], 16 >> o)
+            for r in T.unroll(rpw):
+                s[r] = T.float32(1) / s[r]
+                if row0 + r < M:
+                    for j in T.unroll(per_lane):
+                        if j * 32 + lane < N:
+                            out[row0 + r, j * 32 + lane] = T.cast(x[r, j] * s[r], dtype)
 
     return softmax_warp_rows
 
@@ -110,23 +128,19 @@ def block_rows(dtype: str, threads: int, per_thread: int, vec: int):
             s[0] = T.float32(0)
             for c in T.unroll(chunks):
                 for v in T.unroll(vec):
-                    x[c * vec + v] = T.if_then_else((c * threads + tx) * vec < N, T.exp(x[c * vec + v] - m[0]),
+                    x[c * vec + v] = T.if_then_else((c * threads + tx) * vec < N, fast_exp(x[c * vec + v] - m[0]),
                                                     T.float32(0))
                     s[0] = s[0] + x[c * vec + v]
             block_sum(s, red, tx, threads)
+            s[0] = T.float32(1) / s[0]
             for c in T.unroll(chunks):
                 if (c * threads + tx) * vec < N:
                     for v in T.unroll(vec):
-                        buf[v] = T.cast(x[c * vec + v] / s[0], dtype)
+                        buf[v] = T.cast(x[c * vec + v] * s[0], dtype)
                     for v in T.vectorized(vec):
                         out[row, (c * threads + tx) * vec + v] = buf[v]
 
     return softmax_block_rows
-
-
-def _segment(N, S, step):
-    seg_len = T.ceildiv(T.ceildiv(N, S), step) * step
-    return seg_len
 
 
 def split_stats(dtype: str, vec: int, unroll: int = 2):
@@ -146,9 +160,9 @@ def split_stats(dtype: str, vec: int, unroll: int = 2):
             red = T.alloc_shared((32,), F32)
             if vec > 1:
                 T.assume(N % vec == 0)
-            seg_len = _segment(N, S, step)
-            start = seg * seg_len
-            end = T.min(N, start + seg_len)
+            seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))  # a register: no division per load
+            start = seg * seg_steps * step  # a multiple of step: segments start aligned
+            end = T.min(N, start + seg_steps * step)
             m[0] = T.float32(NEG_INF)
             s[0] = T.float32(0)
             for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
@@ -166,7 +180,7 @@ def split_stats(dtype: str, vec: int, unroll: int = 2):
                     mn[0] = T.max(mn[0], x[j])
                 rescale(s, m[0], mn[0])
                 for j in T.unroll(unroll * vec):
-                    s[0] = s[0] + T.if_then_else(x[j] == T.float32(NEG_INF), T.float32(0), T.exp(x[j] - mn[0]))
+                    s[0] = s[0] + exp_term(x[j], mn[0])
                 m[0] = mn[0]
             mn[0] = m[0]
             block_max(mn, red, tx, threads)
@@ -204,100 +218,175 @@ def split_apply(dtype: str, vec: int, unroll: int = 2):
                 if j * threads + tx < S:
                     mn[0] = T.max(m[0], stats[0, row, j * threads + tx])
                     rescale(s, m[0], mn[0])
-                    s[0] = s[0] + T.if_then_else(stats[0, row, j * threads + tx] == mn[0],
-                                                 stats[1, row, j * threads + tx],
-                                                 stats[1, row, j * threads + tx]
-                                                 * T.exp(stats[0, row, j * threads + tx] - mn[0]))
+                    s[0] = s[0] + scaled(stats[1, row, j * threads + tx], stats[0, row, j * threads + tx], mn[0])
                     m[0] = mn[0]
             mn[0] = m[0]
             block_max(mn, red, tx, threads)
             rescale(s, m[0], mn[0])
             block_sum(s, red, tx, threads)
-            seg_len = _segment(N, S, step)
-            start = seg * seg_len
-            end = T.min(N, start + seg_len)
+            s[0] = T.float32(1) / s[0]
+            seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))  # a register: no division per load
+            start = seg * seg_steps * step  # a multiple of step: segments start aligned
+            end = T.min(N, start + seg_steps * step)
             for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
                 for u in T.unroll(unroll):
                     if start + k * step + (u * threads + tx) * vec < end:
                         for v in T.vectorized(vec):
                             buf[v] = src[row, start + k * step + (u * threads + tx) * vec + v]
                         for v in T.unroll(vec):
-                            buf[v] = T.cast(T.exp(T.cast(buf[v], F32) - mn[0]) / s[0], dtype)
+                            buf[v] = T.cast(fast_exp(T.cast(buf[v], F32) - mn[0]) * s[0], dtype)
                         for v in T.vectorized(vec):
                             out[row, start + k * step + (u * threads + tx) * vec + v] = buf[v]
 
     return softmax_split_apply
 
 
-def column_stats(dtype: str, unroll: int = 4):
+@T.macro
+def merge_lanes(m, s, mn, i, red_m, red_s, col, lanes):
+    """m[i], s[i] = the (max, sum) pairs red_m/red_s[0..lanes-1, col] merged in lane order."""
+    m[i] = red_m[0, col]
+    s[i] = red_s[0, col]
+    for w in T.unroll(1, lanes):
+        mn[i] = T.max(m[i], red_m[w, col])
+        s[i] = scaled(s[i], m[i], mn[i]) + scaled(red_s[w, col], red_m[w, col], mn[i])
+        m[i] = mn[i]
+
+
+def column_stats(dtype: str, vec: int, unroll: int = 4):
+    """A block owns a tile of 32 * vec columns: lane tx % 32 holds `vec` of
+    them (16-byte loads when vec > 1) and the 8 warps take every 8th row of
+    the segment, `unroll` rows of loads in flight, one rescale per column per
+    round; the 8 warps' (max, sum) pairs are merged in shared memory in warp
+    order."""
     threads = 256
+    lanes = threads // 32
+    cols = 32 * vec
     B, R, C, S = T.dynamic("B R C S")
 
     @T.prim_func
     def softmax_column_stats(src: T.Tensor((B, R, C), dtype), stats: T.Tensor((2, B, S, C), F32)):
-        with T.Kernel(T.ceildiv(C, threads) * B, S, threads=threads) as (bt, seg):
+        with T.Kernel(T.ceildiv(C, cols) * B, S, threads=threads) as (bt, seg):
             tx = T.get_thread_binding()
-            b = bt // T.ceildiv(C, threads)
-            col = (bt % T.ceildiv(C, threads)) * threads + tx
-            x = T.alloc_local((unroll,), F32)
-            m = T.alloc_local((1,), F32)
-            mn = T.alloc_local((1,), F32)
-            s = T.alloc_local((1,), F32)
-            seg_len = T.ceildiv(R, S)
-            start = seg * seg_len
-            end = T.min(R, start + seg_len)
-            m[0] = T.float32(NEG_INF)
-            s[0] = T.float32(0)
-            if col < C:
-                for k in T.serial(T.ceildiv(T.max(end - start, 0), unroll)):
-                    for u in T.unroll(unroll):
-                        x[u] = T.if_then_else(start + k * unroll + u < end,
-                                              T.cast(src[b, start + k * unroll + u, col], F32), T.float32(NEG_INF))
-                    mn[0] = m[0]
-                    for u in T.unroll(unroll):
-                        mn[0] = T.max(mn[0], x[u])
-                    rescale(s, m[0], mn[0])
-                    for u in T.unroll(unroll):
-                        s[0] = s[0] + T.if_then_else(x[u] == T.float32(NEG_INF), T.float32(0), T.exp(x[u] - mn[0]))
-                    m[0] = mn[0]
-                stats[0, b, seg, col] = m[0]
-                stats[1, b, seg, col] = s[0]
+            lane = tx % 32
+            warp = tx // 32
+            b = T.alloc_var("int32", init=bt // T.ceildiv(C, cols))
+            tile = T.alloc_var("int32", init=bt % T.ceildiv(C, cols))
+            seg_len = T.alloc_var("int32", init=T.ceildiv(R, S))
+            buf = T.alloc_local((unroll, vec), dtype)
+            m = T.alloc_local((vec,), F32)
+            mn = T.alloc_local((vec,), F32)
+            s = T.alloc_local((vec,), F32)
+            red_m = T.alloc_shared((lanes, cols), F32)
+            red_s = T.alloc_shared((lanes, cols), F32)
+            if vec > 1:
+                T.assume(C % vec == 0)
+            start = seg * seg_len + warp
+            end = T.min(R, seg * seg_len + seg_len)
+            c0 = tile * cols + lane * vec
+            for v in T.unroll(vec):
+                m[v] = T.float32(NEG_INF)
+                s[v] = T.float32(0)
+            if c0 < C:
+                for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * unroll)):
+                    if start + (k * unroll + unroll - 1) * lanes < end:
+                        for u in T.unroll(unroll):
+                            for v in T.vectorized(vec):
+                                buf[u, v] = src[b, start + (k * unroll + u) * lanes, c0 + v]
+                    else:
+                        for u in T.unroll(unroll):
+                            for v in T.unroll(vec):
+                                buf[u, v] = T.if_then_else(start + (k * unroll + u) * lanes < end,
+                                                           src[b, start + (k * unroll + u) * lanes, c0 + v],
+                                                           T.cast(T.float32(NEG_INF), dtype))
+                    for v in T.unroll(vec):
+                        mn[v] = m[v]
+                        for u in T.unroll(unroll):
+                            mn[v] = T.max(mn[v], T.cast(buf[u, v], F32))
+                        s[v] = scaled(s[v], m[v], mn[v])
+                        for u in T.unroll(unroll):
+                            s[v] = s[v] + exp_term(T.cast(buf[u, v], F32), mn[v])
+                        m[v] = mn[v]
+            for v in T.unroll(vec):
+                red_m[warp, lane * vec + v] = m[v]
+                red_s[warp, lane * vec + v] = s[v]
+            T.sync_threads()
+            for i in T.serial(T.ceildiv(cols, threads)):
+                if i * threads + tx < cols and tile * cols + i * threads + tx < C:
+                    merge_lanes(m, s, mn, 0, red_m, red_s, i * threads + tx, lanes)
+                    stats[0, b, seg, tile * cols + i * threads + tx] = m[0]
+                    stats[1, b, seg, tile * cols + i * threads + tx] = s[0]
 
     return softmax_column_stats
 
 
-def column_apply(dtype: str, unroll: int = 4):
+def column_apply(dtype: str, vec: int, unroll: int = 4):
+    """The column tiles of column_stats: the block first merges its columns'
+    S (max, sum) pairs (warp w takes segments w, w + 8, ...; then the 8 warps'
+    results in shared memory, in warp order), then writes its segment."""
     threads = 256
+    lanes = threads // 32
+    cols = 32 * vec
     B, R, C, S = T.dynamic("B R C S")
 
     @T.prim_func
     def softmax_column_apply(src: T.Tensor((B, R, C), dtype), stats: T.Tensor((2, B, S, C), F32),
                              out: T.Tensor((B, R, C), dtype)):
-        with T.Kernel(T.ceildiv(C, threads) * B, S, threads=threads) as (bt, seg):
+        with T.Kernel(T.ceildiv(C, cols) * B, S, threads=threads) as (bt, seg):
             T.annotate_restrict_buffers(src, out)
             tx = T.get_thread_binding()
-            b = bt // T.ceildiv(C, threads)
-            col = (bt % T.ceildiv(C, threads)) * threads + tx
-            m = T.alloc_local((1,), F32)
-            mn = T.alloc_local((1,), F32)
-            s = T.alloc_local((1,), F32)
-            seg_len = T.ceildiv(R, S)
-            start = seg * seg_len
-            end = T.min(R, start + seg_len)
-            if col < C:
-                m[0] = T.float32(NEG_INF)
-                s[0] = T.float32(0)
-                for j in T.serial(S):
-                    mn[0] = T.max(m[0], stats[0, b, j, col])
-                    rescale(s, m[0], mn[0])
-                    s[0] = s[0] + T.if_then_else(stats[0, b, j, col] == mn[0], stats[1, b, j, col],
-                                                 stats[1, b, j, col] * T.exp(stats[0, b, j, col] - mn[0]))
-                    m[0] = mn[0]
-                for k in T.serial(T.ceildiv(T.max(end - start, 0), unroll)):
-                    for u in T.unroll(unroll):
-                        if start + k * unroll + u < end:
-                            out[b, start + k * unroll + u, col] = T.cast(
-                                T.exp(T.cast(src[b, start + k * unroll + u, col], F32) - m[0]) / s[0], dtype)
+            lane = tx % 32
+            warp = tx // 32
+            b = T.alloc_var("int32", init=bt // T.ceildiv(C, cols))
+            tile = T.alloc_var("int32", init=bt % T.ceildiv(C, cols))
+            seg_len = T.alloc_var("int32", init=T.ceildiv(R, S))
+            buf = T.alloc_local((unroll, vec), dtype)
+            res = T.alloc_local((vec,), dtype)  # its own array: stores from buf in place were split into 4-byte ones
+            m = T.alloc_local((vec,), F32)
+            mn = T.alloc_local((vec,), F32)
+            s = T.alloc_local((vec,), F32)
+            red_m = T.alloc_shared((lanes, cols), F32)
+            red_s = T.alloc_shared((lanes, cols), F32)
+            if vec > 1:
+                T.assume(C % vec == 0)
+            start = seg * seg_len + warp
+            end = T.min(R, seg * seg_len + seg_len)
+            c0 = tile * cols + lane * vec
+            for v in T.unroll(vec):
+                m[v] = T.float32(NEG_INF)
+                s[v] = T.float32(0)
+            if c0 < C:
+                for j in T.serial(T.ceildiv(S, lanes)):
+                    if j * lanes + warp < S:
+                        for v in T.unroll(vec):
+                            mn[v] = T.max(m[v], stats[0, b, j * lanes + warp, c0 + v])
+                            s[v] = scaled(s[v], m[v], mn[v]) + scaled(stats[1, b, j * lanes + warp, c0 + v],
+                                                                      stats[0, b, j * lanes + warp, c0 + v], mn[v])
+                            m[v] = mn[v]
+            for v in T.unroll(vec):
+                red_m[warp, lane * vec + v] = m[v]
+                red_s[warp, lane * vec + v] = s[v]
+            T.sync_threads()
+            if c0 < C:
+                for v in T.unroll(vec):
+                    merge_lanes(m, s, mn, v, red_m, red_s, lane * vec + v, lanes)
+                    s[v] = T.float32(1) / s[v]  # from here on, the reciprocal of the sum
+                for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * unroll)):
+                    if start + (k * unroll + unroll - 1) * lanes < end:
+                        for u in T.unroll(unroll):  # every load of the round first
+                            for v in T.vectorized(vec):
+                                buf[u, v] = src[b, start + (k * unroll + u) * lanes, c0 + v]
+                        for u in T.unroll(unroll):
+                            for v in T.unroll(vec):
+                                res[v] = T.cast(fast_exp(T.cast(buf[u, v], F32) - m[v]) * s[v], dtype)
+                            for v in T.vectorized(vec):
+                                out[b, start + (k * unroll + u) * lanes, c0 + v] = res[v]
+                    else:
+                        for u in T.unroll(unroll):
+                            if start + (k * unroll + u) * lanes < end:
+                                for v in T.unroll(vec):
+                                    out[b, start + (k * unroll + u) * lanes, c0 + v] = T.cast(
+                                        fast_exp(T.cast(src[b, start + (k * unroll + u) * lanes, c0 + v], F32) - m[v])
+                                        * s[v], dtype)
 
     return softmax_column_apply
 
@@ -314,6 +403,7 @@ def variants():
         for vec in (v, 1):
             out.append((f"split_stats_{d}_{vec}", split_stats, (d, vec)))
             out.append((f"split_apply_{d}_{vec}", split_apply, (d, vec)))
-        out.append((f"column_stats_{d}", column_stats, (d,)))
-        out.append((f"column_apply_{d}", column_apply, (d,)))
+        for vec in (v, 1):
+            out.append((f"column_stats_{d}_{vec}", column_stats, (d, vec)))
+            out.append((f"column_apply_{d}_{vec}", column_apply, (d, vec)))
     return out

@@ -107,9 +107,12 @@ class KernelTable:
             if kernel is None:
                 import tilelang
 
+                from .tilelang_common import PASS_CONFIGS
+
                 start = time.perf_counter()
                 prim_func = getattr(load_kernels(op), factory)(*args)
-                kernel = tilelang.compile(prim_func, target=self.target, execution_backend="tvm_ffi")
+                kernel = tilelang.compile(prim_func, target=self.target, execution_backend="tvm_ffi",
+                                          pass_configs=PASS_CONFIGS)
                 self.compile_log.append((f"{op}.{factory}{args}", time.perf_counter() - start))
                 self._kernels[key] = kernel
         return kernel
@@ -312,11 +315,13 @@ def plan_copy(p: Planner, out: torch.Tensor, src: torch.Tensor) -> TileLangDescr
         dense_out = os_[-2:] == [C, 1] and (len(shape) == 2 or os_[0] == R * C)
         dense_src_t = ss[-2:] == [1, R] and (len(shape) == 2 or ss[0] == R * C)
         if dense_out and dense_src_t and -(-R // 32) <= MAX_GRID_Y and B <= MAX_GRID_Y:
-            kernel = p.kernel("copy", "transpose", names)
+            pairs = R % 2 == 0 and C % 2 == 0
+            pick = p.launcher("copy", "transpose", names + (2 if pairs else 1,), names + (1,))
 
             def run(o, ins, ws):
                 s = ins[0]
-                kernel(s.as_strided((B, C, R), (R * C, R, 1)), o.as_strided((B, R, C), (R * C, C, 1)))
+                aligned = s.data_ptr() % (2 * s.element_size()) == 0 and o.data_ptr() % (2 * o.element_size()) == 0
+                pick(aligned)(s.as_strided((B, C, R), (R * C, R, 1)), o.as_strided((B, R, C), (R * C, C, 1)))
 
             p.steps.append(run)
             return p.done("transpose")
@@ -453,8 +458,8 @@ def _plan_columns_sum(p: Planner, src_dtype, out_dtype, B: int, R: int, C: int):
     sd, od = DTYPE_NAMES[src_dtype], DTYPE_NAMES[out_dtype]
     vec = _vec(src_dtype)
     use_vec = C % vec == 0
-    tiles = B * -(-C // (256 * (vec if use_vec else 1)))
-    S = _segments(tiles, R, 32)
+    tiles = B * -(-C // (32 * (vec if use_vec else 1)))  # a block per 32 lanes x vec columns
+    S = _segments(tiles, R, 64)
     scalar = (sd, od if S == 1 else "float32", 1)
     pick = p.launcher("reduce_sum", "columns", scalar[:2] + (vec,) if use_vec else scalar, scalar)
     if S == 1:
@@ -611,18 +616,22 @@ def _plan_softmax_rows(p: Planner, dtype, M: int, N: int):
 
 def _plan_softmax_columns(p: Planner, dtype, B: int, R: int, C: int):
     dt = DTYPE_NAMES[dtype]
-    tiles = B * -(-C // 256)
-    S = _segments(tiles, R, 16)
-    stats_k = p.kernel("softmax", "column_stats", (dt,))
-    apply_k = p.kernel("softmax", "column_apply", (dt,))
+    vec = _vec(dtype)
+    use_vec = C % vec == 0
+    tiles = B * -(-C // (32 * (vec if use_vec else 1)))  # a block per 32 lanes x vec columns
+    S = _segments(tiles, R, 64)
+    vec_args, scalar = (dt, vec if use_vec else 1), (dt, 1)
+    stats_k = p.launcher("softmax", "column_stats", vec_args, scalar)
+    apply_k = p.launcher("softmax", "column_apply", vec_args, scalar)
     name = f"stats{len(p.ws.regions)}"
     p.ws.add(name, 2 * B * S * C, torch.float32)
     regions = p.ws
 
     def run(src, out, ws):
         stats = regions.view(ws, name, (2, B, S, C))
-        stats_k(src, stats)
-        apply_k(src, stats, out)
+        aligned = _aligned(src, out)
+        stats_k(aligned)(src, stats)
+        apply_k(aligned)(src, stats, out)
 
     return run, f"columns{S}"
 

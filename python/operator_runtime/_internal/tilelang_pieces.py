@@ -1,7 +1,10 @@
 """Problems past TileLang's int32 indexing, planned as pieces that fit.
 
 The TileLang kernels index with int32, so no tensor a kernel sees may hold
-more than LIMIT = 2**31 - 1 elements. A larger problem is cut along one dim
+more than LIMIT = 2**30 elements: half the int32 range, as the kernels'
+own bound arithmetic (a grid of ceildiv(n, 2048) blocks computes n + 2047)
+must not overflow either; on the H200 a 2**31 - 1 element piece of a
+copy launched a grid of 2**64 - 262144 blocks. A larger problem is cut along one dim
 into pieces that fit (cut again if one index of that dim is still too
 large); each piece is an ordinary descriptor, run in order on views of the
 caller's tensors:
@@ -24,7 +27,7 @@ import torch
 
 from ..errors import OperatorRuntimeError
 
-LIMIT = 2**31 - 1
+LIMIT = 2**30
 WORKSPACE_ALIGN = 256  # bytes; every workspace region starts on this boundary
 
 
