@@ -324,5 +324,5 @@ def test_a_row_too_long_for_a_piece_is_refused(monkeypatch):
     from operator_runtime._internal import tilelang_pieces
     monkeypatch.setattr(tilelang_pieces, "LIMIT", 1000)
     x = torch.randn(3, 2000)
-    with pytest.raises(F.OperatorRuntimeError, match="2\\*\\*31 - 1 elements"):
+    with pytest.raises(F.OperatorRuntimeError, match="pieces hold at most 1000 elements"):
         run_sized("softmax", torch.empty_like(x), [x], (1,))

@@ -32,6 +32,7 @@ from operator_runtime._internal.tilelang_common import block_sum, vector_width
 
 DTYPES = ("float32", "float16", "bfloat16")
 THREADS = 256
+RESIDENT_BLOCKS = 1024  # persistent grids: about what an H200 holds at 256 threads (132 SMs x 8)
 F32 = "float32"
 
 
@@ -82,42 +83,47 @@ def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2):
     return sum_rows
 
 
-def warp_rows(src_dtype: str, out_dtype: str, per_lane: int = 4, rpw: int = 4):
+def warp_rows(src_dtype: str, out_dtype: str, per_lane: int = 4, rpw: int = 4, persistent: bool = False):
     """Rows of up to a few hundred elements: a warp per `rpw` rows, scalar
-    coalesced loads, all rows' loads of a step in flight together."""
+    coalesced loads, all rows' loads of a step in flight together;
+    persistent: at most RESIDENT_BLOCKS blocks, each looping over row groups."""
     threads = THREADS
     warps = threads // 32
     step = 32 * per_lane
     M, N = T.dynamic("M N")
     om = T.dynamic("om", "int64")
+    groups = T.ceildiv(M, warps * rpw)
+    grid = T.min(groups, RESIDENT_BLOCKS) if persistent else groups
 
     @T.prim_func
     def sum_warp_rows(src: T.Tensor((M, N), src_dtype), out: T.StridedTensor((M,), (om,), out_dtype)):
-        with T.Kernel(T.ceildiv(M, warps * rpw), threads=threads) as bx:
+        with T.Kernel(grid, threads=threads) as bx:
             tx = T.get_thread_binding()
             lane = tx % 32
-            row0 = (bx * warps + tx // 32) * rpw
+            rounds = T.alloc_var("int32", init=T.ceildiv(groups, grid))
             part = T.alloc_local((rpw, per_lane), F32)
             acc = T.alloc_local((rpw,), F32)
-            for r in T.unroll(rpw):
-                for j in T.unroll(per_lane):
-                    part[r, j] = T.float32(0)
-            for k in T.serial(T.ceildiv(N, step)):
+            for it in T.serial(rounds):
+                row0 = ((it * grid + bx) * warps + tx // 32) * rpw
                 for r in T.unroll(rpw):
-                    if row0 + r < M:
-                        for j in T.unroll(per_lane):
-                            if k * step + j * 32 + lane < N:
-                                part[r, j] = part[r, j] + T.cast(src[row0 + r, k * step + j * 32 + lane], F32)
-            for r in T.unroll(rpw):
-                acc[r] = T.float32(0)
-                for j in T.unroll(per_lane):
-                    acc[r] = acc[r] + part[r, j]
-            for o in T.unroll(5):
+                    for j in T.unroll(per_lane):
+                        part[r, j] = T.float32(0)
+                for k in T.serial(T.ceildiv(N, step)):
+                    for r in T.unroll(rpw):
+                        if row0 + r < M:
+                            for j in T.unroll(per_lane):
+                                if k * step + j * 32 + lane < N:
+                                    part[r, j] = part[r, j] + T.cast(src[row0 + r, k * step + j * 32 + lane], F32)
                 for r in T.unroll(rpw):
-                    acc[r] = acc[r] + T.shfl_xor(acc[r], 16 >> o)
-            for r in T.unroll(rpw):
-                if row0 + r < M and lane == 0:
-                    out[row0 + r] = T.cast(acc[r], out_dtype)
+                    acc[r] = T.float32(0)
+                    for j in T.unroll(per_lane):
+                        acc[r] = acc[r] + part[r, j]
+                for o in T.unroll(5):
+                    for r in T.unroll(rpw):
+                        acc[r] = acc[r] + T.shfl_xor(acc[r], 16 >> o)
+                for r in T.unroll(rpw):
+                    if row0 + r < M and lane == 0:
+                        out[row0 + r] = T.cast(acc[r], out_dtype)
 
     return sum_warp_rows
 

@@ -31,13 +31,15 @@ out may be src itself: every element is read before its own write.
 import tilelang.language as T
 
 from operator_runtime._internal.tilelang_common import (NEG_INF, block_max, block_sum, exp_term, fast_exp, itemsize,
-                                                        rescale, scaled, vector_width)
+                                                        rescale, scaled, vector_width,
+                                                        with_stores_lowered)
 
 DTYPES = ("float32", "float16", "bfloat16")
 F32 = "float32"
 # (threads, per_thread) of block_rows, by the longest row each holds in registers
 BLOCK_ROW_CLASSES = ((256, 8), (512, 8), (512, 16), (1024, 16), (1024, 32))
 WARP_ROW_CLASSES = (4, 8, 16, 32)
+RESIDENT_BLOCKS = 1024  # persistent grids: about what an H200 holds at 256 threads (132 SMs x 8)
 SPLIT_THREADS = 512
 
 
@@ -47,51 +49,57 @@ def rows_per_warp(dtype: str, per_lane: int) -> int:
     return max(1, min(4, 32 // (per_lane * itemsize(dtype))))
 
 
-def warp_rows(dtype: str, per_lane: int):
+def warp_rows(dtype: str, per_lane: int, rpw: int = 0, persistent: bool = False):
+    """rpw rows per warp (0: rows_per_warp); persistent: at most
+    RESIDENT_BLOCKS blocks, each looping over row groups."""
     threads = 256
     warps = threads // 32
-    rpw = rows_per_warp(dtype, per_lane)
+    rpw = rpw or rows_per_warp(dtype, per_lane)
     M, N = T.dynamic("M N")
+    groups = T.ceildiv(M, warps * rpw)
+    grid = T.min(groups, RESIDENT_BLOCKS) if persistent else groups
 
     @T.prim_func
     def softmax_warp_rows(src: T.Tensor((M, N), dtype), out: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(M, warps * rpw), threads=threads) as bx:
+        with T.Kernel(grid, threads=threads) as bx:
             T.annotate_restrict_buffers(src, out)
             tx = T.get_thread_binding()
             lane = tx % 32
-            row0 = (bx * warps + tx // 32) * rpw
+            rounds = T.alloc_var("int32", init=T.ceildiv(groups, grid))
             x = T.alloc_local((rpw, per_lane), F32)
             m = T.alloc_local((rpw,), F32)
             s = T.alloc_local((rpw,), F32)
-            for r in T.unroll(rpw):
-                for j in T.unroll(per_lane):
-                    x[r, j] = T.float32(NEG_INF)
-            for r in T.unroll(rpw):  # every load first
-                if row0 + r < M:
-                    for j in T.unroll(per_lane):
-                        if j * 32 + lane < N:
-                            x[r, j] = T.cast(src[row0 + r, j * 32 + lane], F32)
-            for r in T.unroll(rpw):
-                m[r] = T.float32(NEG_INF)
-                for j in T.unroll(per_lane):
-                    m[r] = T.max(m[r], x[r, j])
-            for o in T.unroll(5):
+            for it in T.serial(rounds):
+                row0 = ((it * grid + bx) * warps + tx // 32) * rpw
                 for r in T.unroll(rpw):
-                    m[r] = T.max(m[r], T.shfl_xor(m[r], 16 >> o))
-            for r in T.unroll(rpw):
-                s[r] = T.float32(0)
-                for j in T.unroll(per_lane):
-                    x[r, j] = T.if_then_else(j * 32 + lane < N, fast_exp(x[r, j] - m[r]), T.float32(0))
-                    s[r] = s[r] + x[r, j]
-            for o in T.unroll(5):
-                for r in T.unroll(rpw):
-                    s[r] = s[r] + T.shfl_xor(s[r], 16 >> o)
-            for r in T.unroll(rpw):
-                s[r] = T.float32(1) / s[r]
-                if row0 + r < M:
                     for j in T.unroll(per_lane):
-                        if j * 32 + lane < N:
-                            out[row0 + r, j * 32 + lane] = T.cast(x[r, j] * s[r], dtype)
+                        x[r, j] = T.float32(NEG_INF)
+                for r in T.unroll(rpw):  # every load first
+                    if row0 + r < M:
+                        for j in T.unroll(per_lane):
+                            if j * 32 + lane < N:
+                                x[r, j] = T.cast(src[row0 + r, j * 32 + lane], F32)
+                for r in T.unroll(rpw):
+                    m[r] = T.float32(NEG_INF)
+                    for j in T.unroll(per_lane):
+                        m[r] = T.max(m[r], x[r, j])
+                for o in T.unroll(5):
+                    for r in T.unroll(rpw):
+                        m[r] = T.max(m[r], T.shfl_xor(m[r], 16 >> o))
+                for r in T.unroll(rpw):
+                    s[r] = T.float32(0)
+                    for j in T.unroll(per_lane):
+                        x[r, j] = T.if_then_else(j * 32 + lane < N, fast_exp(x[r, j] - m[r]), T.float32(0))
+                        s[r] = s[r] + x[r, j]
+                for o in T.unroll(5):
+                    for r in T.unroll(rpw):
+                        s[r] = s[r] + T.shfl_xor(s[r], 16 >> o)
+                for r in T.unroll(rpw):
+                    s[r] = T.float32(1) / s[r]
+                    if row0 + r < M:
+                        for j in T.unroll(per_lane):
+                            if j * 32 + lane < N:
+                                out[row0 + r, j * 32 + lane] = T.cast(x[r, j] * s[r], dtype)
 
     return softmax_warp_rows
 
@@ -193,6 +201,7 @@ def split_stats(dtype: str, vec: int, unroll: int = 2):
     return softmax_split_stats
 
 
+@with_stores_lowered
 def split_apply(dtype: str, vec: int, unroll: int = 2):
     threads = SPLIT_THREADS
     step = threads * vec * unroll
@@ -319,6 +328,7 @@ def column_stats(dtype: str, vec: int, unroll: int = 4):
     return softmax_column_stats
 
 
+@with_stores_lowered
 def column_apply(dtype: str, vec: int, unroll: int = 4):
     """The column tiles of column_stats: the block first merges its columns'
     S (max, sum) pairs (warp w takes segments w, w + 8, ...; then the 8 warps'

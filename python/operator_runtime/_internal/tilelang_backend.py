@@ -107,12 +107,12 @@ class KernelTable:
             if kernel is None:
                 import tilelang
 
-                from .tilelang_common import PASS_CONFIGS
+                from .tilelang_common import pass_configs
 
                 start = time.perf_counter()
-                prim_func = getattr(load_kernels(op), factory)(*args)
-                kernel = tilelang.compile(prim_func, target=self.target, execution_backend="tvm_ffi",
-                                          pass_configs=PASS_CONFIGS)
+                make = getattr(load_kernels(op), factory)
+                kernel = tilelang.compile(make(*args), target=self.target, execution_backend="tvm_ffi",
+                                          pass_configs=pass_configs(make))
                 self.compile_log.append((f"{op}.{factory}{args}", time.perf_counter() - start))
                 self._kernels[key] = kernel
         return kernel

@@ -14,18 +14,32 @@ WARP = 32
 FLOAT32 = "float32"
 NEG_INF = -float("inf")
 
-# How every kernel is compiled (the runtime and tilelang_compile alike).
-# - tl.force_let_inline: an index expression bound to a Python name (start =
-#   seg * seg_len) is substituted where it is used, as the front end does for
-#   names that hold no variable; without it such a name becomes a C local the
-#   vectorizer cannot see through (16-byte loads fall back to scalar). The
-#   kernels keep expensive quotients in T.alloc_var registers instead, so
-#   that inlining never repeats a division.
-# - tl.enable_lower_ldgstg: global loads and stores become explicit
-#   ldg/stg calls; without it the CUDA compiler split the uint4 store of a
-#   local bf16/float array into 4-byte (st.global.v2.u16) stores
-#   (softmax_column_apply: STG.E:16 -> STG.E.128:4 in the SASS).
-PASS_CONFIGS = {"tl.force_let_inline": True, "tl.enable_lower_ldgstg": True}
+# How every kernel is compiled (the runtime and tilelang_compile alike):
+# tl.force_let_inline substitutes an index expression bound to a Python name
+# (start = seg * seg_len) where it is used, as the front end does for names
+# that hold no variable; without it such a name becomes a C local the
+# vectorizer cannot see through (16-byte loads fall back to scalar). The
+# kernels keep expensive quotients in T.alloc_var registers instead, so that
+# inlining never repeats a division.
+PASS_CONFIGS = {"tl.force_let_inline": True}
+
+# For the kernels whose factory carries it (`with_stores_lowered`): global
+# loads and stores become explicit ldg/stg calls. Without it nvcc split the
+# uint4 store of a local bf16/float array into 4-byte stores
+# (softmax_column_apply: 16 STG.E instead of 4 STG.E.128). Not for every
+# kernel: the explicit loads are asm volatile, in order, and lose the
+# read-only (.nc) path.
+STORES_LOWERED = {"tl.enable_lower_ldgstg": True}
+
+
+def with_stores_lowered(factory):
+    factory.pass_configs = STORES_LOWERED
+    return factory
+
+
+def pass_configs(factory) -> dict:
+    """The pass configs to compile `factory`'s kernels with."""
+    return {**PASS_CONFIGS, **getattr(factory, "pass_configs", {})}
 
 
 def itemsize(dtype: str) -> int:

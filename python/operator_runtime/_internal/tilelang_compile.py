@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     import tilelang
 
     from .tilelang_backend import OPS, load_kernels
-    from .tilelang_common import PASS_CONFIGS
+    from .tilelang_common import pass_configs
 
     target = {"kind": "cuda", "arch": args.arch}
     jobs = []
@@ -41,7 +41,7 @@ def main(argv=None) -> int:
         op, name, factory, fargs = job
         start = time.perf_counter()
         kernel = tilelang.compile(factory(*fargs), target=target, execution_backend="tvm_ffi",
-                                  pass_configs=PASS_CONFIGS)
+                                  pass_configs=pass_configs(factory))
         source = kernel.get_kernel_source()
         if "__global__" not in source:
             raise RuntimeError("no CUDA kernel in the generated source")

@@ -18,7 +18,7 @@ caller's tensors:
                     partials into out, in piece order (deterministic)
 
 A piece of a transposed copy is no longer a whole transpose: it runs the
-strided kernel. Correct, slower; only tensors past 2**31 elements pay it.
+strided kernel. Correct, slower; only tensors past LIMIT elements pay it.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def plan_sized(plan, combine, name, out, inputs, params):
     if name == "reduce_sum":
         return _sum_through_partials(plan, combine, out, inputs[0], *params)
     raise OperatorRuntimeError(f"tilelang create {name}", 4, "OPRT_STATUS_BAD_SHAPE",
-                               f"tensors of more than 2**31 - 1 elements are not supported here: {name} "
+                               f"pieces hold at most {LIMIT} elements (int32 indexing): {name} "
                                f"cannot cut shape {tuple(inputs[0].shape)} into pieces that fit "
                                f"(got {max(t.numel() for t in (out, *inputs))} elements)")
 
