@@ -28,7 +28,7 @@ of vec and the pointers 16-byte aligned; vec = 1 uses coalesced scalar loads.
 
 import tilelang.language as T
 
-from operator_runtime._internal.tilelang_common import block_sum, vector_width
+from operator_runtime._internal.tilelang_common import block_sum, rows_per_warp, vector_width
 
 DTYPES = ("float32", "float16", "bfloat16")
 THREADS = 256
@@ -83,10 +83,12 @@ def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2):
     return sum_rows
 
 
-def warp_rows(src_dtype: str, out_dtype: str, per_lane: int = 4, rpw: int = 4, persistent: bool = False):
-    """Rows of up to a few hundred elements: a warp per `rpw` rows, scalar
-    coalesced loads, all rows' loads of a step in flight together;
-    persistent: at most RESIDENT_BLOCKS blocks, each looping over row groups."""
+def warp_rows(src_dtype: str, out_dtype: str, per_lane: int = 4, rpw: int = 0, persistent: bool = False):
+    """Rows of up to a few hundred elements: a warp per `rpw` rows (0:
+    rows_per_warp), scalar coalesced loads, all rows' loads of a step in
+    flight together; persistent: at most RESIDENT_BLOCKS blocks, each looping
+    over row groups (measured slower on the H200; kept as the knob to try)."""
+    rpw = rpw or rows_per_warp(src_dtype, per_lane)
     threads = THREADS
     warps = threads // 32
     step = 32 * per_lane

@@ -30,8 +30,8 @@ out may be src itself: every element is read before its own write.
 
 import tilelang.language as T
 
-from operator_runtime._internal.tilelang_common import (NEG_INF, block_max, block_sum, exp_term, fast_exp, itemsize,
-                                                        rescale, scaled, vector_width,
+from operator_runtime._internal.tilelang_common import (NEG_INF, block_max, block_sum, exp_term, fast_exp,
+                                                        rescale, rows_per_warp, scaled, vector_width,
                                                         with_stores_lowered)
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -43,15 +43,10 @@ RESIDENT_BLOCKS = 1024  # persistent grids: about what an H200 holds at 256 thre
 SPLIT_THREADS = 512
 
 
-def rows_per_warp(dtype: str, per_lane: int) -> int:
-    """Rows a warp_rows warp holds at once: enough for ~32 bytes of loads in
-    flight per lane (a 128-wide bf16 row alone gives a lane 8 bytes)."""
-    return max(1, min(4, 32 // (per_lane * itemsize(dtype))))
-
-
 def warp_rows(dtype: str, per_lane: int, rpw: int = 0, persistent: bool = False):
     """rpw rows per warp (0: rows_per_warp); persistent: at most
-    RESIDENT_BLOCKS blocks, each looping over row groups."""
+    RESIDENT_BLOCKS blocks, each looping over row groups (measured slower on
+    the H200 at every rows-per-warp setting; kept as the knob to try)."""
     threads = 256
     warps = threads // 32
     rpw = rpw or rows_per_warp(dtype, per_lane)

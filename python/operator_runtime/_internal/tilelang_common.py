@@ -46,6 +46,15 @@ def itemsize(dtype: str) -> int:
     return getattr(torch, dtype).itemsize
 
 
+def rows_per_warp(dtype: str, per_lane: int) -> int:
+    """Rows a warp_rows warp takes at once: about 16 bytes of loads in flight
+    per lane (a 128-wide bf16 row alone gives a lane 8). Measured on the H200
+    (128-wide rows, docs/data/tilelang-h200-2026-12-02d-warp-rows-ab.txt):
+    bf16 sums 37.0 / 31.6 / 38.4 us and softmax 55.3 / 53.4 / 64.8 us at 1 / 2 /
+    4 rows per warp; float32 sums 39.4 / 41.7 / 44.5 us, softmax flat."""
+    return max(1, min(4, 16 // (per_lane * itemsize(dtype))))
+
+
 def vector_width(*dtypes: str) -> int:
     """Elements per 16-byte access of the narrowest dtype (8 for 16-bit, 4 for float32)."""
     return 16 // min(itemsize(d) for d in dtypes)
