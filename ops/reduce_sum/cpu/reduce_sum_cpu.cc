@@ -100,7 +100,9 @@ void run(const ReduceSumCpu& d, T* out, const T* src, acc_t<T>* partials) {
     PairwiseTotal<A> runs;  // the rows kind: one output, its runs added pairwise
     walk_runs(reduced, bases, sizes, begin, end, [&](char* const* p, int64_t n) {
       const T* q = reinterpret_cast<const T*>(p[0]);
-      if (d.kind == Kind::kColumns && count == kColumns) {
+      if (d.kind == Kind::kColumns && stride == 0) {  // one row repeated n times (broadcast): one rounding
+        for (int64_t j = 0; j < count; ++j) acc[j] += to_float(q[j]) * static_cast<A>(n);
+      } else if (d.kind == Kind::kColumns && count == kColumns) {
         for (int64_t i = 0; i < n; ++i, q += stride) add_row64(q, acc);
       } else if (d.kind == Kind::kColumns) {
         for (int64_t i = 0; i < n; ++i, q += stride)
