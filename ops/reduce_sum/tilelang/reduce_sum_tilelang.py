@@ -28,11 +28,10 @@ of vec and the pointers 16-byte aligned; vec = 1 uses coalesced scalar loads.
 
 import tilelang.language as T
 
-from operator_runtime._internal.tilelang_common import block_sum, rows_per_warp, vector_width
+from operator_runtime._internal.tilelang_common import RESIDENT_BLOCKS, block_sum, rows_per_warp, vector_width
 
 DTYPES = ("float32", "float16", "bfloat16")
 THREADS = 256
-RESIDENT_BLOCKS = 1024  # persistent grids: about what an H200 holds at 256 threads (132 SMs x 8)
 F32 = "float32"
 
 

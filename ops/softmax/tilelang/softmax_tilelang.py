@@ -30,8 +30,8 @@ out may be src itself: every element is read before its own write.
 
 import tilelang.language as T
 
-from operator_runtime._internal.tilelang_common import (NEG_INF, block_max, block_sum, exp_term, fast_exp,
-                                                        rescale, rows_per_warp, scaled, vector_width,
+from operator_runtime._internal.tilelang_common import (NEG_INF, RESIDENT_BLOCKS, block_max, block_sum, exp_term,
+                                                        fast_exp, rescale, rows_per_warp, scaled, vector_width,
                                                         with_stores_lowered)
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -39,7 +39,6 @@ F32 = "float32"
 # (threads, per_thread) of block_rows, by the longest row each holds in registers
 BLOCK_ROW_CLASSES = ((256, 8), (512, 8), (512, 16), (1024, 16), (1024, 32))
 WARP_ROW_CLASSES = (4, 8, 16, 32)
-RESIDENT_BLOCKS = 1024  # persistent grids: about what an H200 holds at 256 threads (132 SMs x 8)
 SPLIT_THREADS = 512
 
 

@@ -13,6 +13,7 @@ import torch
 WARP = 32
 FLOAT32 = "float32"
 NEG_INF = -float("inf")
+RESIDENT_BLOCKS = 1024  # persistent grids: about what an H200 holds at 256 threads (132 SMs x 8)
 
 # How every kernel is compiled (the runtime and tilelang_compile alike):
 # tl.force_let_inline substitutes an index expression bound to a Python name
