@@ -86,15 +86,20 @@ acc_t<T> sum_block(const T* q, int64_t m) {
   return lanes[0];
 }
 
-// Sum of n contiguous elements: blocks of 4096 (sum_block), the block sums
+// block(start, count) summed over [0, n) in blocks of 4096, the block sums
 // added pairwise.
+template <class A, class Block>
+A sum_in_blocks(int64_t n, Block block) {
+  constexpr int64_t kBlock = 4096;
+  if (n <= kBlock) return block(0, n);
+  PairwiseTotal<A> total;
+  for (int64_t start = 0; start < n; start += kBlock) total.add(block(start, std::min(kBlock, n - start)));
+  return total.total();
+}
+
 template <class T>
 acc_t<T> sum_contiguous(const T* p, int64_t n) {
-  constexpr int64_t kBlock = 4096;
-  if (n <= kBlock) return sum_block<T, 32>(p, n);
-  PairwiseTotal<acc_t<T>> total;
-  for (int64_t start = 0; start < n; start += kBlock) total.add(sum_block<T, 32>(p + start, std::min(kBlock, n - start)));
-  return total.total();
+  return sum_in_blocks<acc_t<T>>(n, [p](int64_t start, int64_t m) { return sum_block<T, 32>(p + start, m); });
 }
 
 // acc[0..64) += one row of 64 contiguous elements (the columns variant).
@@ -115,19 +120,15 @@ acc_t<T> sum_strided(const T* p, int64_t stride, int64_t n) {
   // A broadcast run: n copies of one value, summed with one rounding
   // (adding them one by one drifts by up to n/4 roundings).
   if (stride == 0) return n > 0 ? to_float(p[0]) * static_cast<acc_t<T>>(n) : acc_t<T>(0);
-  constexpr int64_t kBlock = 4096;
-  auto block = [stride](const T* q, int64_t m) {
+  return sum_in_blocks<acc_t<T>>(n, [p, stride](int64_t start, int64_t m) {
+    const T* q = p + start * stride;
     acc_t<T> lanes[4] = {};
     int64_t i = 0;
     for (; i + 4 <= m; i += 4)
       for (int j = 0; j < 4; ++j) lanes[j] += to_float(q[(i + j) * stride]);
     for (int j = 0; i < m; ++i, ++j) lanes[j] += to_float(q[i * stride]);
     return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-  };
-  if (n <= kBlock) return block(p, n);
-  PairwiseTotal<acc_t<T>> total;
-  for (int64_t start = 0; start < n; start += kBlock) total.add(block(p + start * stride, std::min(kBlock, n - start)));
-  return total.total();
+  });
 }
 
 }  // namespace oprt::cpu
