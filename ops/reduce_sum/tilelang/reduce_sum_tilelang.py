@@ -28,7 +28,7 @@ of vec and the pointers 16-byte aligned; vec = 1 uses coalesced scalar loads.
 
 import tilelang.language as T
 
-from operator_runtime._internal.tilelang_common import RESIDENT_BLOCKS, block_sum, rows_per_warp, vector_width
+from operator_runtime._internal.tilelang_common import RESIDENT_BLOCKS, block_sum, column_tile, rows_per_warp, vector_width
 
 DTYPES = ("float32", "float16", "bfloat16")
 THREADS = 256
@@ -146,18 +146,12 @@ def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4):
             tx = T.get_thread_binding()
             lane = tx % 32
             warp = tx // 32
-            # registers hold the quotients: inlined, they would cost divisions per load
-            b = T.alloc_var("int32", init=bt // T.ceildiv(C, cols))
-            tile = T.alloc_var("int32", init=bt % T.ceildiv(C, cols))
-            seg_len = T.alloc_var("int32", init=T.ceildiv(R, S))
+            b, tile, start, end, c0 = column_tile(bt, seg, R, C, S, cols, vec)
             part = T.alloc_local((unroll, vec), F32)
             buf = T.alloc_local((unroll, vec), src_dtype)
             red = T.alloc_shared((lanes, cols), F32)
             if vec > 1:
                 T.assume(C % vec == 0)
-            start = seg * seg_len + warp
-            end = T.min(R, seg * seg_len + seg_len)
-            c0 = tile * cols + lane * vec
             for u in T.unroll(unroll):
                 for v in T.unroll(vec):
                     part[u, v] = T.float32(0)

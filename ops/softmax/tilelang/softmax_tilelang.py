@@ -30,8 +30,8 @@ out may be src itself: every element is read before its own write.
 
 import tilelang.language as T
 
-from operator_runtime._internal.tilelang_common import (NEG_INF, RESIDENT_BLOCKS, block_max, block_sum, exp_term,
-                                                        fast_exp, rescale, rows_per_warp, scaled, vector_width,
+from operator_runtime._internal.tilelang_common import (NEG_INF, RESIDENT_BLOCKS, block_max, block_sum, column_tile,
+                                                        exp_term, fast_exp, rescale, rows_per_warp, scaled, vector_width,
                                                         with_stores_lowered)
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -272,9 +272,7 @@ def column_stats(dtype: str, vec: int, unroll: int = 4):
             tx = T.get_thread_binding()
             lane = tx % 32
             warp = tx // 32
-            b = T.alloc_var("int32", init=bt // T.ceildiv(C, cols))
-            tile = T.alloc_var("int32", init=bt % T.ceildiv(C, cols))
-            seg_len = T.alloc_var("int32", init=T.ceildiv(R, S))
+            b, tile, start, end, c0 = column_tile(bt, seg, R, C, S, cols, vec)
             buf = T.alloc_local((unroll, vec), dtype)
             m = T.alloc_local((vec,), F32)
             mn = T.alloc_local((vec,), F32)
@@ -283,9 +281,6 @@ def column_stats(dtype: str, vec: int, unroll: int = 4):
             red_s = T.alloc_shared((lanes, cols), F32)
             if vec > 1:
                 T.assume(C % vec == 0)
-            start = seg * seg_len + warp
-            end = T.min(R, seg * seg_len + seg_len)
-            c0 = tile * cols + lane * vec
             for v in T.unroll(vec):
                 m[v] = T.float32(NEG_INF)
                 s[v] = T.float32(0)
@@ -340,9 +335,7 @@ def column_apply(dtype: str, vec: int, unroll: int = 4):
             tx = T.get_thread_binding()
             lane = tx % 32
             warp = tx // 32
-            b = T.alloc_var("int32", init=bt // T.ceildiv(C, cols))
-            tile = T.alloc_var("int32", init=bt % T.ceildiv(C, cols))
-            seg_len = T.alloc_var("int32", init=T.ceildiv(R, S))
+            b, tile, start, end, c0 = column_tile(bt, seg, R, C, S, cols, vec)
             buf = T.alloc_local((unroll, vec), dtype)
             res = T.alloc_local((vec,), dtype)  # its own array: stores from buf in place were split into 4-byte ones
             m = T.alloc_local((vec,), F32)
@@ -352,9 +345,6 @@ def column_apply(dtype: str, vec: int, unroll: int = 4):
             red_s = T.alloc_shared((lanes, cols), F32)
             if vec > 1:
                 T.assume(C % vec == 0)
-            start = seg * seg_len + warp
-            end = T.min(R, seg * seg_len + seg_len)
-            c0 = tile * cols + lane * vec
             for v in T.unroll(vec):
                 m[v] = T.float32(NEG_INF)
                 s[v] = T.float32(0)

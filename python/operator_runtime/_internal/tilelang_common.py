@@ -99,6 +99,19 @@ def block_max(acc, red, tx, threads):
     T.sync_threads()
 
 
+def column_tile(bt, seg, R, C, S, cols: int, vec: int):
+    """Where a block of the column kernels works (grid: column tiles x batch,
+    S row segments; lane tx % 32 holds `vec` columns, warp tx // 32 every 8th
+    row): (b, tile, first row, end row, first column). The quotients live in
+    registers (see PASS_CONFIGS); call it where the kernel declares locals."""
+    tx = T.get_thread_binding()
+    b = T.alloc_var("int32", init=bt // T.ceildiv(C, cols))
+    tile = T.alloc_var("int32", init=bt % T.ceildiv(C, cols))
+    seg_len = T.alloc_var("int32", init=T.ceildiv(R, S))
+    b, tile, seg_len = b[0], tile[0], seg_len[0]  # outside a kernel body a var is read as a 1-element buffer
+    return b, tile, seg * seg_len + tx // 32, T.min(R, seg * seg_len + seg_len), tile * cols + tx % 32 * vec
+
+
 def fast_exp(x):
     """exp(x) as __expf (ex2.approx of x * log2 e: two instructions; expf adds
     a range reduction of about ten). Relative error about 2 ulp + |x| * 2^-23,
