@@ -127,10 +127,13 @@ VARIANT_CASES = [
     ("softmax-rows-warp", "softmax", [(4096, 100)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-warp-unaligned", "softmax", [(333, 37)], "offset", {"dim": -1}, None),
     ("softmax-rows-block", "softmax", [(256, 8000)], "contiguous", {"dim": -1}, None),
+    ("softmax-rows-warp-4-slots", "softmax", [(512, 1000)], "contiguous", {"dim": -1}, None),
+    ("softmax-rows-block-8-slots", "softmax", [(64, 20000)], "offset", {"dim": -1}, None),
     ("softmax-rows-cluster2", "softmax", [(64, 50000)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-cluster4-unaligned", "softmax", [(7, 65537)], "offset", {"dim": -1}, None),
     ("softmax-rows-cluster8", "softmax", [(16, 200001)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous", {"dim": -1}, None),
+    ("softmax-rows-split-unaligned", "softmax", [(5, 270001)], "offset", {"dim": -1}, None),
     ("softmax-columns", "softmax", [(1000, 4096)], "contiguous", {"dim": 0}, None),
     ("softmax-columns-split", "softmax", [(1 << 18, 8)], "contiguous", {"dim": 0}, None),
     ("softmax-strided", "softmax", [(500, 300)], "transposed", {"dim": -1}, None),
@@ -237,9 +240,11 @@ def test_large_reduce_sum(cuda_backend, shape, dims):
     _check_sum(oprt.reduce_sum(half, dims, backend=cuda_backend), half, dims, f"bf16 reduce_sum {shape}")
 
 
-@pytest.mark.parametrize("shape,dim", [(SQUARE, -1), (SQUARE, 0), ((16, 1 << 22), -1), ((1 << 22, 16), 0)],
-                         ids=["rows", "columns", "long-rows", "long-columns"])
+@pytest.mark.parametrize("shape,dim", [(SQUARE, -1), (SQUARE, 0), ((16, 1 << 22), -1), ((1 << 22, 16), 0),
+                                       ((700, 140001), -1)],
+                         ids=["rows", "columns", "long-rows", "long-columns", "many-long-rows"])
 def test_large_softmax(cuda_backend, shape, dim):
+    """Includes split rows with more rows than the cooperative grid has blocks."""
     src = _randn(shape, torch.float32, 8)
     _check_softmax(oprt.softmax(src, dim, backend=cuda_backend), src, dim, f"softmax {shape} dim {dim}")
     if shape == SQUARE:

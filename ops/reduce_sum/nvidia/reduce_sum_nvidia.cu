@@ -18,6 +18,7 @@
 #include <algorithm>
 
 #include "../../common/descriptor.h"
+#include "../../common/tuning.h"
 #include "../../common/nvidia/column_task.cuh"
 #include "../../common/nvidia/cuda_types.cuh"
 #include "../../common/nvidia/group_reduce.cuh"
@@ -48,6 +49,8 @@ struct ReduceSumNvidia : oprt_descriptor {
   int64_t rows = 0;              // outputs
   int64_t runs = 1, run_length = 0, run_stride = 1;
   int tpr = 1;                   // rows: threads per output
+  int unroll = kUnroll;          // rows: vectors in flight per thread
+  int waves = 2;                 // rows: resident grids of blocks in the grid
   int tx = 32, ty = 8;           // columns: block shape
   int64_t columns = 0, col_tiles = 0, planes = 0, reduced_numel = 0;
   int64_t splits = 1, split_len = 0;
@@ -60,7 +63,7 @@ struct RowsArgs {
 };
 
 // Sums p[e0..e1) (stride 1) or p[(e0..e1) * stride] across the group's lanes.
-template <class T, int TPR>
+template <class T, int TPR, int U>
 __device__ __forceinline__ float sum_run(const T* p, int64_t e0, int64_t e1, int64_t stride, int lane) {
   constexpr int VEC = kVec16<T>;
   float acc = 0.0f;
@@ -77,17 +80,17 @@ __device__ __forceinline__ float sum_run(const T* p, int64_t e0, int64_t e1, int
   const T* body = p + a;
   // One accumulator per unroll slot, each vector summed as a pairwise tree
   // first: a thread's serial chain is one add per round instead of
-  // kUnroll * VEC, which makes float32 sums of long runs as accurate as
+  // U * VEC, which makes float32 sums of long runs as accurate as
   // torch's (a single accumulator over ~500 elements per thread was 25x
   // less accurate on a 64M-element sum) and shortens the dependent chain.
-  float part[kUnroll] = {};
-  for (int64_t v = lane; v < vectors; v += int64_t{TPR} * kUnroll) {
-    Raw16 raw[kUnroll];  // all loads first (converted after: see Raw16)
+  float part[U] = {};
+  for (int64_t v = lane; v < vectors; v += int64_t{TPR} * U) {
+    Raw16 raw[U];  // all loads first (converted after: see Raw16)
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
+    for (int u = 0; u < U; ++u)
       raw[u] = v + int64_t{u} * TPR < vectors ? load_raw(body + (v + int64_t{u} * TPR) * VEC) : Raw16{};
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       float x[VEC];
       raw_to_floats<T>(raw[u], x);  // all-zero bits are 0.0 in every dtype
 #pragma unroll
@@ -98,14 +101,14 @@ __device__ __forceinline__ float sum_run(const T* p, int64_t e0, int64_t e1, int
     }
   }
 #pragma unroll
-  for (int width = kUnroll / 2; width >= 1; width /= 2)
+  for (int width = U / 2; width >= 1; width /= 2)
 #pragma unroll
     for (int u = 0; u < width; ++u) part[u] += part[u + width];
   acc += part[0];
   return acc;
 }
 
-template <class T, int TPR, class Index>
+template <class T, int TPR, int U, class Index>
 __global__ void reduce_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, OffsetCalc<1, Index> run_outer,
                                    RowsArgs args) {
   __shared__ float slots[kMaxWarps];
@@ -122,13 +125,13 @@ __global__ void reduce_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> ke
       const T* row_src = src + offsets[1];
       if (args.runs == 1) {
         const int64_t e0 = split * args.split_len;
-        acc = sum_run<T, TPR>(row_src, e0, min(args.run_length, e0 + args.split_len), args.run_stride, lane);
+        acc = sum_run<T, TPR, U>(row_src, e0, min(args.run_length, e0 + args.split_len), args.run_stride, lane);
       } else {
         const int64_t r0 = split * args.split_len, r1 = min(args.runs, r0 + args.split_len);
         for (int64_t r = r0; r < r1; ++r) {
           int64_t run[1];
           run_outer.get(static_cast<Index>(r), run);
-          acc += sum_run<T, TPR>(row_src + run[0], 0, args.run_length, args.run_stride, lane);
+          acc += sum_run<T, TPR, U>(row_src + run[0], 0, args.run_length, args.run_stride, lane);
         }
       }
     }
@@ -356,20 +359,27 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
   // past a warp each thread gets kMinRounds rounds: a wide group doing a
   // single round spends most of its time in the group reduction with no
   // loads in flight (16384^2 float32 with 1024 threads per row: 3.2 TB/s).
-  const int64_t one_round = std::max<int64_t>(1, per_run / kUnroll);
-  const int64_t tpr = std::min<int64_t>(one_round, std::max<int64_t>(32, one_round / kMinRounds));
-  d->tpr = static_cast<int>(std::clamp<int64_t>(floor_pow2(tpr), 1, kRowsBlock));
+  d->unroll = tuned("REDUCE_UNROLL", kUnroll) == 8 ? 8 : kUnroll;
+  d->waves = static_cast<int>(std::clamp<int64_t>(tuned("REDUCE_WAVES", 2), 1, 64));
+  const int64_t min_rounds = std::max<int64_t>(1, tuned("REDUCE_MIN_ROUNDS", kMinRounds));
+  const int64_t one_round = std::max<int64_t>(1, per_run / d->unroll);
+  const int64_t tpr = std::min<int64_t>(one_round, std::max<int64_t>(32, one_round / min_rounds));
+  d->tpr = static_cast<int>(std::clamp<int64_t>(floor_pow2(tpr), 1, tuned("REDUCE_MAX_TPR", kRowsBlock)));
   // Split when the outputs cannot fill the GPU and each piece still gets
   // at least kMinRounds rounds of loads per thread.
   const int64_t want = ceil_div(resident_threads() * 2, d->rows * d->tpr);
   if (want > 1) {
     const int64_t units = d->runs == 1 ? d->run_length : d->runs;
-    const int64_t min_unit = d->runs == 1 ? int64_t{d->tpr} * (rows_contiguous ? vec : 1) * kUnroll * kMinRounds : 1;
+    const int64_t min_unit = d->runs == 1 ? int64_t{d->tpr} * (rows_contiguous ? vec : 1) * d->unroll * min_rounds : 1;
     d->splits = std::max<int64_t>(1, std::min(want, units / min_unit));
     d->split_len = ceil_div(units, d->splits);
     if (d->runs == 1 && rows_contiguous) d->split_len = ceil_div(d->split_len, vec) * vec;
     d->splits = ceil_div(units, d->split_len);
   }
+  // Split contiguous runs: 8 vectors in flight per thread (the H200 A/B,
+  // scripts/nvidia_ab.py: a 64M-element sum 2-3% faster; rows that do not
+  // split measured the same or slower).
+  if (d->splits > 1 && d->runs == 1 && rows_contiguous) d->unroll = tuned("REDUCE_UNROLL", 8) == 4 ? 4 : 8;
   if (d->splits <= 1) {
     d->splits = 1;
     d->split_len = d->runs == 1 ? d->run_length : d->runs;
@@ -381,14 +391,14 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
 }
 
 // ---- launch -------------------------------------------------------------------
-template <class T, int TPR, class Index>
+template <class T, int TPR, int U, class Index>
 void launch_rows_tpr(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
   constexpr int block = kRowsBlock;
   const int groups = block / TPR;
   const RowsArgs args{d.rows, d.runs, d.run_length, d.run_stride, d.splits, d.split_len, partials};
-  const unsigned grid = grid_for(ceil_div(d.rows * d.splits, groups), 2048 / block, 2);
-  reduce_rows_kernel<T, TPR, Index><<<grid, block, 0, stream>>>(out, src, OffsetCalc<2, Index>(d.kept),
-                                                                 OffsetCalc<1, Index>(d.run_outer), args);
+  const unsigned grid = grid_for(ceil_div(d.rows * d.splits, groups), 2048 / block, d.waves);
+  reduce_rows_kernel<T, TPR, U, Index><<<grid, block, 0, stream>>>(out, src, OffsetCalc<2, Index>(d.kept),
+                                                                    OffsetCalc<1, Index>(d.run_outer), args);
   check_launch("reduce_rows_kernel");
   if (d.splits > 1) {
     finish_rows_kernel<T, Index><<<grid_for(ceil_div(d.rows, 8), 8, 1), 256, 0, stream>>>(
@@ -397,19 +407,25 @@ void launch_rows_tpr(const ReduceSumNvidia& d, T* out, const T* src, float* part
   }
 }
 
+template <class T, int U, class Index>
+void launch_rows_unrolled(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
+  switch (d.tpr) {
+    case 1: return launch_rows_tpr<T, 1, U, Index>(d, out, src, partials, stream);
+    case 2: return launch_rows_tpr<T, 2, U, Index>(d, out, src, partials, stream);
+    case 4: return launch_rows_tpr<T, 4, U, Index>(d, out, src, partials, stream);
+    case 8: return launch_rows_tpr<T, 8, U, Index>(d, out, src, partials, stream);
+    case 16: return launch_rows_tpr<T, 16, U, Index>(d, out, src, partials, stream);
+    case 32: return launch_rows_tpr<T, 32, U, Index>(d, out, src, partials, stream);
+    case 64: return launch_rows_tpr<T, 64, U, Index>(d, out, src, partials, stream);
+    case 128: return launch_rows_tpr<T, 128, U, Index>(d, out, src, partials, stream);
+    default: return launch_rows_tpr<T, 256, U, Index>(d, out, src, partials, stream);
+  }
+}
+
 template <class T, class Index>
 void launch_rows(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
-  switch (d.tpr) {
-    case 1: return launch_rows_tpr<T, 1, Index>(d, out, src, partials, stream);
-    case 2: return launch_rows_tpr<T, 2, Index>(d, out, src, partials, stream);
-    case 4: return launch_rows_tpr<T, 4, Index>(d, out, src, partials, stream);
-    case 8: return launch_rows_tpr<T, 8, Index>(d, out, src, partials, stream);
-    case 16: return launch_rows_tpr<T, 16, Index>(d, out, src, partials, stream);
-    case 32: return launch_rows_tpr<T, 32, Index>(d, out, src, partials, stream);
-    case 64: return launch_rows_tpr<T, 64, Index>(d, out, src, partials, stream);
-    case 128: return launch_rows_tpr<T, 128, Index>(d, out, src, partials, stream);
-    default: return launch_rows_tpr<T, 256, Index>(d, out, src, partials, stream);
-  }
+  if (d.unroll == 8) return launch_rows_unrolled<T, 8, Index>(d, out, src, partials, stream);
+  return launch_rows_unrolled<T, kUnroll, Index>(d, out, src, partials, stream);
 }
 
 template <class T, class Index>

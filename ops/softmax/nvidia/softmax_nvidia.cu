@@ -2,15 +2,18 @@
 // plan (softmax_plan.h) gives the softmax dim (length, strides) and the other
 // dims coalesced ("rows"). Variants:
 //   rows_warp / rows_block  src contiguous along the dim and the row fits in
-//            registers (up to 16K float32 / 32K 16-bit elements, kept in
-//            their own dtype): a group of threads per row (a
-//            few lanes of a warp, or a whole block) reads the row once, keeps
-//            it in registers through max, sum and scale, writes it once
+//            registers (up to 16K float32 / 32K 16-bit elements): a group of
+//            threads per row (a few lanes of a warp, or a whole block) reads
+//            the row once into registers, in its own dtype, and keeps it
+//            through max, sum and scale, writes it once. exp(x - max) stays
+//            in float registers too where they hold it (float32, and 16-bit
+//            rows up to 16K); longer 16-bit rows recompute it on the way out
 //   rows_cluster<C>  rows up to 8x longer: a cluster of C blocks per row,
 //            each holding a slice in registers; the blocks exchange their
 //            max and sum through distributed shared memory
-//   rows_split  longer rows still: pass 1 computes (max, sum) per chunk into the
-//            workspace, pass 2 merges a row's chunks and writes the chunk
+//   rows_split  longer rows still: one cooperative kernel; pass 1 computes
+//            (max, sum) per chunk into the workspace, a grid-wide barrier,
+//            pass 2 merges a row's chunks and writes, reading in reverse
 //   columns  the dim is not the contiguous one (e.g. dim 0): threads along
 //            the contiguous dim, an online (max, sum) per column down the
 //            softmax dim, split over blocks through the workspace
@@ -25,6 +28,7 @@
 #include <type_traits>
 
 #include "../../common/descriptor.h"
+#include "../../common/tuning.h"
 #include "../../common/nvidia/column_task.cuh"
 #include "../../common/nvidia/cuda_types.cuh"
 #include "../../common/nvidia/group_reduce.cuh"
@@ -70,6 +74,50 @@ __device__ __forceinline__ void update(Stats& st, const float (&x)[N]) {
 #pragma unroll
   for (int e = 0; e < N; ++e) s += exp_or_zero(x[e], m);
   st = {m, s};
+}
+// Max and sum of N values (a power of two) as trees: independent
+// instructions, where a running max or sum is a chain of N dependent ones.
+template <int N>
+__device__ __forceinline__ float tree_max(float (&v)[N]) {
+#pragma unroll
+  for (int width = N / 2; width >= 1; width /= 2)
+#pragma unroll
+    for (int e = 0; e < width; ++e) v[e] = fmaxf(v[e], v[e + width]);
+  return v[0];
+}
+template <int N>
+__device__ __forceinline__ float tree_sum(float (&v)[N]) {
+#pragma unroll
+  for (int width = N / 2; width >= 1; width /= 2)
+#pragma unroll
+    for (int e = 0; e < width; ++e) v[e] += v[e + width];
+  return v[0];
+}
+// update() over U loaded vectors at once (vector u counts when ok[u]): one
+// rescale per round and short dependency chains (Nsight Compute: the
+// long-row stats pass, one update per vector, was latency-bound on them).
+// Converts each vector twice rather than hold U * VEC floats in registers.
+template <class T, int U>
+__device__ __forceinline__ void update_round(Stats& st, const Raw16 (&raw)[U], const bool (&ok)[U]) {
+  constexpr int VEC = kVec16<T>;
+  float mu[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    float y[VEC];
+    raw_to_floats<T>(raw[u], y);
+    mu[u] = ok[u] ? tree_max(y) : -INFINITY;
+  }
+  const float m = fmaxf(st.m, tree_max(mu));
+  float acc[VEC] = {};
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    if (!ok[u]) continue;
+    float y[VEC];
+    raw_to_floats<T>(raw[u], y);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) acc[e] += exp_or_zero(y[e], m);
+  }
+  st = {m, rescale(st.s, st.m, m) + tree_sum(acc)};
 }
 __device__ __forceinline__ Stats warp_merge(Stats v) {
 #pragma unroll
@@ -122,8 +170,9 @@ __device__ __forceinline__ float cluster_allreduce(float v, Op op, float* slot) 
   }
 }
 
-template <class T, int G, int NV, int C, class Index>
-__global__ void __launch_bounds__(G ? 256 : max_row_block<T>())
+// MB: resident blocks per SM the compiler must allow (a register cap).
+template <class T, int G, int NV, int C, class Index, int MB = 1>
+__global__ void __launch_bounds__(G ? 256 : max_row_block<T>(), MB > 1 ? MB : 0)
 softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nrows, int64_t length,
                     int64_t out_stride, bool shift) {
   constexpr int VEC = kVec16<T>;
@@ -143,9 +192,8 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
     const T* p = src + offsets[1];
     T* q = out + offsets[0];
     const int64_t hs = (valid && shift) ? (reinterpret_cast<uintptr_t>(p) & 15) / sizeof(T) : 0;
-    // The row stays in registers in its own dtype (16-bit rows hold twice
-    // the elements per register); float32 keeps exp(x - max) after pass 2,
-    // 16-bit recomputes it on the way out.
+    // The row is loaded into registers in its own dtype (16-bit rows hold
+    // twice the elements per register).
     Raw16 raw[NV];  // see Raw16: every load in flight before any is used
     const T padding = from_float<T>(-INFINITY);  // contributes exp(-inf) = 0
 #pragma unroll
@@ -170,6 +218,11 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
     }
     m = G ? group_allreduce<(G ? G : 1)>(m, MaxOp{}, slots) : block_allreduce(m, MaxOp{}, slots);
     m = cluster_allreduce<C>(m, MaxOp{}, &cluster_max);
+    // exp(x - max) is kept in float registers when they hold it (float32,
+    // or 16-bit with at most 4 slots); 8 slots of 16-bit keep only the
+    // input and recompute exp on the way out (two MUFU.EX2 per element).
+    constexpr bool kKeepExp = std::is_same_v<T, float> || NV <= 4;
+    float kept[kKeepExp ? NV : 1][VEC];
     float s = 0.0f;
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
@@ -179,8 +232,8 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
       for (int e = 0; e < VEC; ++e) {
         x[e] = exp_minus(x[e], m);
         s += x[e];
+        if constexpr (kKeepExp) kept[j][e] = x[e];
       }
-      if constexpr (std::is_same_v<T, float>) memcpy(&raw[j], x, sizeof(Raw16));  // keep exp(x - max)
     }
     s = G ? group_allreduce<(G ? G : 1)>(s, SumOp{}, slots) : block_allreduce(s, SumOp{}, slots);
     // The cluster's second sync also tells every block that the others are
@@ -192,11 +245,13 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
     for (int j = 0; j < NV; ++j) {
       const int64_t v0 = (int64_t{j} * tpr + lane) * VEC - hs;
       float x[VEC];
-      raw_to_floats<T>(raw[j], x);
+      if constexpr (kKeepExp) {
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        if constexpr (!std::is_same_v<T, float>) x[e] = exp_minus(x[e], m);
-        x[e] *= r;
+        for (int e = 0; e < VEC; ++e) x[e] = kept[j][e] * r;
+      } else {
+        raw_to_floats<T>(raw[j], x);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m) * r;
       }
       if (v0 >= 0 && v0 + VEC <= length && out_stride == 1 && aligned16(q + v0)) {
         store_floats<VEC>(q + v0, x);
@@ -211,59 +266,78 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
 }
 
 // ---- long rows, split over blocks -------------------------------------------------
-// Two-pass kernels (split rows, columns) read src twice. The second pass
-// walks the tasks in reverse: it starts on the chunks
-// the first pass read last, which are still in L2 (60 MiB on the H200), so
-// an input that fits in L2 is read from DRAM once.
+// Two-pass kernels read src twice. The second pass walks the data in
+// reverse: it starts on what the first pass read last, which is still in L2
+// (60 MiB on the H200), so an input that fits in L2 is read from DRAM once.
 struct SplitArgs {
   int64_t nrows, length, out_stride, splits, chunk;
   Stats* partials;  // [row][split]
 };
 
-// Visits row elements [c0, c1) of p as aligned vectors (loaded 4 at a time,
-// handed over as Raw16) plus scalar ends.
-template <class T, class Vector, class Scalar>
-__device__ __forceinline__ void visit_chunk(const T* p, int64_t c0, int64_t c1, Vector&& vector, Scalar&& scalar) {
+// Visits row elements [c0, c1) of p: the aligned vectors a round at a time
+// (U per thread, all loaded before round(raw, ok, at) sees them: vector u is
+// there when ok[u], at element at[u]) and the scalar ends one by one;
+// kReverse walks the rounds last to first.
+template <bool kReverse, int U, class T, class Round, class Scalar>
+__device__ __forceinline__ void visit_chunk(const T* p, int64_t c0, int64_t c1, Round&& round, Scalar&& scalar) {
   constexpr int VEC = kVec16<T>;
-  const int64_t head = min(c1 - c0, static_cast<int64_t>(((16 - (reinterpret_cast<uintptr_t>(p + c0) & 15)) & 15) / sizeof(T)));
+  const int64_t head = min(c1 - c0, elements_to_alignment(p + c0));
   const int64_t a = c0 + head, vectors = (c1 - a) / VEC, tail = a + vectors * VEC;
   for (int64_t i = c0 + threadIdx.x; i < a; i += blockDim.x) scalar(i);
   for (int64_t i = tail + threadIdx.x; i < c1; i += blockDim.x) scalar(i);
-  constexpr int U = 4;  // vectors in flight per thread
-  for (int64_t v = threadIdx.x; v < vectors; v += int64_t{blockDim.x} * U) {
+  const int64_t step = int64_t{blockDim.x} * U, rounds = ceil_div(vectors, step);
+  for (int64_t k = 0; k < rounds; ++k) {
+    const int64_t v = (kReverse ? rounds - 1 - k : k) * step + threadIdx.x;
     Raw16 raw[U];
+    bool ok[U];
+    int64_t at[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t vu = v + int64_t{u} * blockDim.x;
-      if (vu < vectors) raw[u] = load_raw(p + a + vu * VEC);
+      ok[u] = vu < vectors;
+      at[u] = a + vu * VEC;
+      if (ok[u]) raw[u] = load_raw(p + at[u]);
     }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t vu = v + int64_t{u} * blockDim.x;
-      if (vu < vectors) vector(a + vu * VEC, raw[u]);
-    }
+    round(raw, ok, at);
   }
 }
 
-template <class T, class Index>
-__global__ void __launch_bounds__(256)
-softmax_split_stats_kernel(const T* src, OffsetCalc<2, Index> rows, SplitArgs args) {
+// One cooperative kernel (all blocks resident): block b owns a contiguous
+// range of (row, split) tasks. Pass 1 writes each task's (max, sum) to the
+// workspace; after a grid-wide barrier, pass 2 walks the same tasks in
+// reverse, merges its row's stats (once per row it meets, in a fixed order,
+// so every block of a row gets bitwise the same result) and writes.
+// Replaces a stats kernel, a one-block-per-row combine kernel and a write
+// kernel (Nsight Compute: the combine alone was 5.8 of 41 us on 4 x 4M bf16).
+constexpr int kSplitThreads = 256;
+
+// U: vectors in flight per thread. 4 runs at 3 blocks per SM (80
+// registers: at 4 blocks, 64 registers, the float16 kernel spilled and ran
+// 6% slower on the H200); 8 (an A/B candidate, OPRT_TUNE_SOFTMAX_SPLIT_UNROLL)
+// at 2 (128 registers).
+template <int U>
+constexpr int split_min_blocks() {
+  return U == 4 ? 3 : 2;
+}
+
+template <class T, class Index, int U>
+__global__ void __launch_bounds__(kSplitThreads, split_min_blocks<U>())
+softmax_split_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args) {
   constexpr int VEC = kVec16<T>;
   __shared__ Stats slots[kMaxWarps];
   const int64_t tasks = args.nrows * args.splits;
-  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+  const int64_t t0 = tasks * blockIdx.x / gridDim.x, t1 = tasks * (blockIdx.x + 1) / gridDim.x;
+  for (int64_t task = t0; task < t1; ++task) {
     const int64_t row = task / args.splits, split = task - row * args.splits;
     int64_t offsets[2];
     rows.get(static_cast<Index>(row), offsets);
     const T* p = src + offsets[1];
     const int64_t c0 = split * args.chunk, c1 = min(args.length, c0 + args.chunk);
     Stats st{-INFINITY, 0.0f};
-    visit_chunk(
+    visit_chunk<false, U>(
         p, c0, c1,
-        [&](int64_t, const Raw16& raw) {
-          float x[VEC];
-          raw_to_floats<T>(raw, x);
-          update(st, x);
+        [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&)[U]) {
+          update_round<T>(st, raw, ok);
         },
         [&](int64_t i) {
           const float x[1] = {to_float(p[i])};
@@ -271,6 +345,46 @@ softmax_split_stats_kernel(const T* src, OffsetCalc<2, Index> rows, SplitArgs ar
         });
     st = block_merge(st, slots);
     if (threadIdx.x == 0) args.partials[task] = st;
+  }
+  cg::this_grid().sync();
+  int64_t merged_row = -1;
+  float m = 0.0f, r = 0.0f;
+  for (int64_t task = t1 - 1; task >= t0; --task) {
+    const int64_t row = task / args.splits, split = task - row * args.splits;
+    if (row != merged_row) {  // the same for the whole block: block_merge may sync
+      const Stats* part = args.partials + row * args.splits;
+      Stats st{-INFINITY, 0.0f};
+      for (int64_t j = threadIdx.x; j < args.splits; j += blockDim.x) st = merge(st, part[j]);
+      st = block_merge(st, slots);
+      m = st.m;
+      r = 1.0f / st.s;
+      merged_row = row;
+    }
+    int64_t offsets[2];
+    rows.get(static_cast<Index>(row), offsets);
+    const T* p = src + offsets[1];
+    T* q = out + offsets[0];
+    const int64_t c0 = split * args.chunk, c1 = min(args.length, c0 + args.chunk);
+    visit_chunk<true, U>(
+        p, c0, c1,
+        [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+            if (!ok[u]) continue;
+            const int64_t i = at[u];
+            float x[VEC];
+            raw_to_floats<T>(raw[u], x);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m) * r;
+            if (args.out_stride == 1 && aligned16(q + i)) {
+              store_floats<VEC>(q + i, x);
+            } else {
+#pragma unroll
+              for (int e = 0; e < VEC; ++e) q[(i + e) * args.out_stride] = from_float<T>(x[e]);
+            }
+          }
+        },
+        [&](int64_t i) { q[i * args.out_stride] = from_float<T>(exp_minus(to_float(p[i]), m) * r); });
   }
 }
 
@@ -288,39 +402,6 @@ combine_stats_kernel(Stats* partials, int64_t groups, int64_t splits, int64_t wi
     st = warp_merge(st);
     __syncwarp();
     if (lane == 0) p[0] = st;
-  }
-}
-
-template <class T, class Index>
-__global__ void __launch_bounds__(256)
-softmax_split_write_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args) {
-  constexpr int VEC = kVec16<T>;
-  const int64_t tasks = args.nrows * args.splits;
-  for (int64_t i = blockIdx.x; i < tasks; i += gridDim.x) {
-    const int64_t task = tasks - 1 - i;  // reverse order: see "Two-pass kernels"
-    const int64_t row = task / args.splits, split = task - row * args.splits;
-    const Stats st = args.partials[row * args.splits];  // merged by combine_stats_kernel
-    const float m = st.m, r = 1.0f / st.s;
-    int64_t offsets[2];
-    rows.get(static_cast<Index>(row), offsets);
-    const T* p = src + offsets[1];
-    T* q = out + offsets[0];
-    const int64_t c0 = split * args.chunk, c1 = min(args.length, c0 + args.chunk);
-    visit_chunk(
-        p, c0, c1,
-        [&](int64_t i, const Raw16& raw) {
-          float x[VEC];
-          raw_to_floats<T>(raw, x);
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m) * r;
-          if (args.out_stride == 1 && aligned16(q + i)) {
-            store_floats<VEC>(q + i, x);
-          } else {
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) q[(i + e) * args.out_stride] = from_float<T>(x[e]);
-          }
-        },
-        [&](int64_t i) { q[i * args.out_stride] = from_float<T>(exp_minus(to_float(p[i]), m) * r); });
   }
 }
 
@@ -478,9 +559,13 @@ struct SoftmaxNvidia : oprt_descriptor {
   int group = 0;            // rows: threads per row (<= 32), or 0 with `block` threads per row
   int block = 256;
   int cluster = 1;          // rows: blocks per row (a thread block cluster)
-  bool short_rows = false;  // rows_warp with 2 vectors per thread
+  int slots = 8;            // rows: 16-byte vectors of a row per thread
+  int waves = 4;            // rows: resident grids of blocks in the grid
+  int min_blocks = 1;       // rows_block: blocks per SM the register use must allow
+  int split_unroll = 4;     // split: vectors in flight per thread
   bool shift = false;       // rows: rows start at varying alignment
   int64_t splits = 1, chunk = 0;
+  unsigned grid = 0;        // split: the cooperative grid
   int tx = 32, ty = 8;      // columns
   int64_t columns = 1, col_tiles = 1, planes = 1, src_col_stride = 1, out_col_stride = 1;
 };
@@ -518,18 +603,24 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     for (int k = 0; k < 2; ++k)
       for (int dd = 0; dd < p.rows.ndim; ++dd) aligned_rows &= (p.rows.strides[k][dd] * element_size) % 16 == 0;
     d->shift = !aligned_rows;
-    const int64_t slots = ceil_div(d->length + (d->shift ? vec - 1 : 0), vec);
-    const int64_t nv = kRowSlots;
-    const int64_t threads = ceil_div(slots, nv);
+    const int64_t vectors = ceil_div(d->length + (d->shift ? vec - 1 : 0), vec);
     const int64_t max_block = element_size == 4 ? max_row_block<float>() : max_row_block<half>();
-    if (slots <= 2 * 32) {  // short rows: 2 vectors per thread, more threads per row
-      d->kind = Kind::kRows;
-      d->short_rows = true;
-      d->group = static_cast<int>(ceil_pow2(ceil_div(slots, 2)));
-      d->block = 256;
-      d->variant = "rows_warp";
-      return d;
-    }
+    // Vector slots per thread: 2 for short rows (more threads per row);
+    // 16-bit rows that fit take 4, so exp(x - max) stays in float registers
+    // (one exp per element instead of two); else 8.
+    int64_t nv = vectors <= 2 * 32 ? 2 : element_size < 4 && ceil_div(vectors, 4) <= max_block ? 4 : 8;
+    const int64_t forced = tuned("SOFTMAX_SLOTS", nv);
+    if ((forced == 2 || forced == 4 || forced == 8) && ceil_div(vectors, forced) <= (forced == 2 ? 32 : max_block))
+      nv = forced;
+    d->slots = static_cast<int>(nv);
+    // Measured on the H200 (scripts/nvidia_ab.py): 16-bit rows in blocks
+    // capped at 64 registers (2 blocks of 512 per SM) ran 2-10% faster than
+    // with the registers the compiler picks; float32 128-wide rows with a
+    // one-block-per-task grid 5% faster than 4 resident grids.
+    const int64_t waves = element_size == 4 && nv == 2 ? 16 : 4;
+    d->waves = static_cast<int>(std::clamp<int64_t>(tuned("SOFTMAX_WAVES", waves), 1, 64));
+    d->min_blocks = tuned("SOFTMAX_MIN_BLOCKS", element_size < 4 && nv == 4 ? 2 : 1) == 2 ? 2 : 1;
+    const int64_t threads = ceil_div(vectors, nv);
     if (threads <= 32) {
       d->kind = Kind::kRows;
       d->group = static_cast<int>(ceil_pow2(threads));
@@ -544,21 +635,35 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       d->variant = "rows_block";
       return d;
     }
+    d->slots = kRowSlots;  // clusters and split rows hold 8 slots
+    const int64_t threads8 = ceil_div(vectors, kRowSlots);
     for (int c = 2; c <= kMaxCluster; c *= 2) {
-      if (ceil_div(threads, c) <= max_block) {
+      if (ceil_div(threads8, c) <= max_block) {
         d->kind = Kind::kRows;
         d->group = 0;
         d->cluster = c;
-        d->block = static_cast<int>(ceil_div(ceil_div(threads, c), 32) * 32);
+        d->block = static_cast<int>(ceil_div(ceil_div(threads8, c), 32) * 32);
         d->variant = "rows_cluster" + std::to_string(c);
         return d;
       }
     }
     d->kind = Kind::kSplit;
     d->variant = "rows_split";
-    const int64_t want = ceil_div(sms * 8 * 2, d->nrows);  // blocks of 256 for two waves
-    const int64_t min_chunk = 256 * vec * 4, max_chunk = 256 * vec * 32;
-    d->splits = std::clamp(want, ceil_div(d->length, max_chunk), std::max<int64_t>(1, d->length / min_chunk));
+    // A resident grid; every block takes about the same share of tasks.
+    d->split_unroll = tuned("SOFTMAX_SPLIT_UNROLL", 4) == 8 ? 8 : 4;
+    dispatch_dtype(d->dtype, [&](auto type) {
+      dispatch_index(d->nrows, [&](auto index) {
+        d->grid = d->split_unroll == 8
+                      ? resident_grid(softmax_split_kernel<decltype(type), decltype(index), 8>, kSplitThreads, 8)
+                      : resident_grid(softmax_split_kernel<decltype(type), decltype(index), 4>, kSplitThreads, 8);
+      });
+    });
+    // One task per block when the rows are few, else about 8 (the last
+    // block's extra task then costs at most 1/8 more time); a task is at
+    // least one round of loads of the whole block.
+    const int64_t per_block = d->nrows <= d->grid ? 1 : 8;
+    const int64_t min_chunk = int64_t{kSplitThreads} * vec * 4;
+    d->splits = std::clamp<int64_t>(per_block * d->grid / d->nrows, 1, std::max<int64_t>(1, d->length / min_chunk));
     d->chunk = ceil_div(ceil_div(d->length, d->splits), vec) * vec;
     d->splits = ceil_div(d->length, d->chunk);
     d->workspace_bytes = static_cast<size_t>(d->nrows * d->splits) * sizeof(Stats);
@@ -588,32 +693,36 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
 }
 
 // ---- launch --------------------------------------------------------------------------
-template <class T, int G, class Index, int NV = kRowSlots>
+template <class T, int G, int NV, class Index, int MB = 1>
 void launch_rows_group(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
   const int groups = G ? d.block / G : 1;
-  const unsigned grid = grid_for(ceil_div(d.nrows, groups), std::max(1, 2048 / d.block), 4);
-  softmax_rows_kernel<T, G, NV, 1, Index><<<grid, d.block, 0, stream>>>(
+  const unsigned grid = grid_for(ceil_div(d.nrows, groups), std::max(1, 2048 / d.block), d.waves);
+  softmax_rows_kernel<T, G, NV, 1, Index, MB><<<grid, d.block, 0, stream>>>(
       out, src, OffsetCalc<2, Index>(d.rows), d.nrows, d.length, d.out_stride, d.shift);
   check_launch("softmax_rows_kernel");
+}
+
+template <class T, int NV, class Index>
+void launch_rows_slots(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
+  switch (d.group) {
+    case 1: return launch_rows_group<T, 1, NV, Index>(d, out, src, stream);
+    case 2: return launch_rows_group<T, 2, NV, Index>(d, out, src, stream);
+    case 4: return launch_rows_group<T, 4, NV, Index>(d, out, src, stream);
+    case 8: return launch_rows_group<T, 8, NV, Index>(d, out, src, stream);
+    case 16: return launch_rows_group<T, 16, NV, Index>(d, out, src, stream);
+    case 32: return launch_rows_group<T, 32, NV, Index>(d, out, src, stream);
+    default:
+      if (d.min_blocks == 2) return launch_rows_group<T, 0, NV, Index, 2>(d, out, src, stream);
+      return launch_rows_group<T, 0, NV, Index>(d, out, src, stream);
+  }
 }
 
 template <class T, int C, class Index>
 void launch_rows_cluster(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
   constexpr int NV = kRowSlots;
   const int64_t clusters = std::max<int64_t>(1, grid_for(d.nrows * C, std::max(1, 2048 / d.block), 2) / C);
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(clusters * C));
-  config.blockDim = dim3(d.block);
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = C;
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  OPRT_CUDA_CHECK(cudaLaunchKernelEx(&config, softmax_rows_kernel<T, 0, NV, C, Index>, out, src,
-                                     OffsetCalc<2, Index>(d.rows), d.nrows, d.length, d.out_stride, d.shift));
+  launch_with(cluster_attribute(C), softmax_rows_kernel<T, 0, NV, C, Index>, static_cast<unsigned>(clusters * C),
+              d.block, stream, out, src, OffsetCalc<2, Index>(d.rows), d.nrows, d.length, d.out_stride, d.shift);
 }
 
 void launch_combine(Stats* partials, int64_t groups, int64_t splits, int64_t width, cudaStream_t stream) {
@@ -625,42 +734,26 @@ void launch_combine(Stats* partials, int64_t groups, int64_t splits, int64_t wid
 
 template <class T, class Index>
 void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaStream_t stream) {
-  if (d.kind == Kind::kRows && d.short_rows) {
-    switch (d.group) {
-      case 1: return launch_rows_group<T, 1, Index, 2>(d, out, src, stream);
-      case 2: return launch_rows_group<T, 2, Index, 2>(d, out, src, stream);
-      case 4: return launch_rows_group<T, 4, Index, 2>(d, out, src, stream);
-      case 8: return launch_rows_group<T, 8, Index, 2>(d, out, src, stream);
-      case 16: return launch_rows_group<T, 16, Index, 2>(d, out, src, stream);
-      default: return launch_rows_group<T, 32, Index, 2>(d, out, src, stream);
-    }
-  }
   if (d.kind == Kind::kRows) {
-    switch (d.group) {
-      case 1: return launch_rows_group<T, 1, Index>(d, out, src, stream);
-      case 2: return launch_rows_group<T, 2, Index>(d, out, src, stream);
-      case 4: return launch_rows_group<T, 4, Index>(d, out, src, stream);
-      case 8: return launch_rows_group<T, 8, Index>(d, out, src, stream);
-      case 16: return launch_rows_group<T, 16, Index>(d, out, src, stream);
-      case 32: return launch_rows_group<T, 32, Index>(d, out, src, stream);
-      default: break;
-    }
     switch (d.cluster) {
       case 2: return launch_rows_cluster<T, 2, Index>(d, out, src, stream);
       case 4: return launch_rows_cluster<T, 4, Index>(d, out, src, stream);
       case 8: return launch_rows_cluster<T, 8, Index>(d, out, src, stream);
-      default: return launch_rows_group<T, 0, Index>(d, out, src, stream);
+      default: break;
+    }
+    switch (d.slots) {
+      case 2: return launch_rows_slots<T, 2, Index>(d, out, src, stream);
+      case 4: return launch_rows_slots<T, 4, Index>(d, out, src, stream);
+      default: return launch_rows_slots<T, 8, Index>(d, out, src, stream);
     }
   }
   if (d.kind == Kind::kSplit) {
     const SplitArgs args{d.nrows, d.length, d.out_stride, d.splits, d.chunk, static_cast<Stats*>(workspace)};
-    const unsigned grid = grid_for(d.nrows * d.splits, 8, 2);
-    softmax_split_stats_kernel<T, Index><<<grid, 256, 0, stream>>>(src, OffsetCalc<2, Index>(d.rows), args);
-    check_launch("softmax_split_stats_kernel");
-    launch_combine(args.partials, d.nrows, d.splits, 1, stream);
-    softmax_split_write_kernel<T, Index><<<grid, 256, 0, stream>>>(out, src, OffsetCalc<2, Index>(d.rows), args);
-    check_launch("softmax_split_write_kernel");
-    return;
+    if (d.split_unroll == 8)
+      return launch_with(cooperative_attribute(), softmax_split_kernel<T, Index, 8>, d.grid, kSplitThreads, stream,
+                         out, src, OffsetCalc<2, Index>(d.rows), args);
+    return launch_with(cooperative_attribute(), softmax_split_kernel<T, Index, 4>, d.grid, kSplitThreads, stream, out,
+                       src, OffsetCalc<2, Index>(d.rows), args);
   }
   ColumnsArgs args{d.columns, d.col_tiles, d.planes, d.length, d.splits, d.chunk,
                    d.src_col_stride, d.out_col_stride, d.src_stride, d.out_stride, static_cast<Stats*>(workspace)};

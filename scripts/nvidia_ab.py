@@ -1,0 +1,145 @@
+"""A/B of NVIDIA launch choices through the OPRT_TUNE_* overrides
+(ops/common/tuning.h): each configuration runs every selected case, checks
+the result against a float64 torch reference (NaN-poisoned output), and
+times it with the benchmark harness (CUDA events, L2 flushed before every
+call) beside torch, measured once per case.
+
+    python3 scripts/nvidia_ab.py [--only softmax|reduce_sum] [--configs NAME...] [--min-time 0.02]
+
+Configurations and cases are the tables below; a config is a name and the
+OPRT_TUNE_* values it sets (everything else planned as usual).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import torch
+
+import operator_runtime as oprt
+from operator_runtime._internal.operator import DESCRIPTOR_CACHE
+from operator_runtime_testing.benchmark import TimingConfig, measure
+
+SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
+    ("rows_262144x128", (262144, 128), -1, ("float32", "bfloat16")),
+    ("medium_8192x8192", (8192, 8192), -1, ("float32", "float16", "bfloat16")),
+    ("large_16384x16384", (16384, 16384), -1, ("float32", "bfloat16")),
+    ("odd_16384x12289", (16384, 12289), -1, ("bfloat16",)),
+    ("long_4x4M", (4, 4 * 1024 * 1024), -1, ("float32", "bfloat16")),
+    ("long_5x3M+7", (5, 3 * 1024 * 1024 + 7), -1, ("bfloat16",)),
+    ("vocab_4096x151936", (4096, 151936), -1, ("bfloat16",)),
+]
+SOFTMAX_CONFIGS = [
+    ("planned", {}),
+    ("slots8", {"SOFTMAX_SLOTS": 8}),
+    ("min_blocks1", {"SOFTMAX_MIN_BLOCKS": 1}),
+    ("split_unroll8", {"SOFTMAX_SPLIT_UNROLL": 8}),
+    ("min_blocks2", {"SOFTMAX_MIN_BLOCKS": 2}),
+    ("slots4", {"SOFTMAX_SLOTS": 4}),
+    ("waves1", {"SOFTMAX_WAVES": 1}),
+    ("waves16", {"SOFTMAX_WAVES": 16}),
+]
+REDUCE_CASES = [
+    ("rows_262144x128", (262144, 128), -1, ("float32", "bfloat16")),
+    ("medium_8192x8192", (8192, 8192), -1, ("float32", "float16", "bfloat16")),
+    ("large_16384x16384", (16384, 16384), -1, ("float32", "bfloat16")),
+    ("long_4x4M", (4, 4 * 1024 * 1024), -1, ("float32", "bfloat16")),
+    ("scalar_64M", (64 * 1024 * 1024,), None, ("float32", "bfloat16")),
+]
+REDUCE_CONFIGS = [
+    ("planned", {}),
+    ("unroll8", {"REDUCE_UNROLL": 8}),
+    ("rounds1", {"REDUCE_MIN_ROUNDS": 1}),
+    ("rounds2", {"REDUCE_MIN_ROUNDS": 2}),
+    ("rounds8", {"REDUCE_MIN_ROUNDS": 8}),
+    ("tpr32", {"REDUCE_MAX_TPR": 32}),
+    ("unroll8_tpr32", {"REDUCE_UNROLL": 8, "REDUCE_MAX_TPR": 32}),
+    ("waves1", {"REDUCE_WAVES": 1}),
+    ("waves8", {"REDUCE_WAVES": 8}),
+]
+
+
+def set_config(values: dict) -> None:
+    for key in [k for k in os.environ if k.startswith("OPRT_TUNE_")]:
+        del os.environ[key]
+    for key, value in values.items():
+        os.environ["OPRT_TUNE_" + key] = str(value)
+    DESCRIPTOR_CACHE.clear()  # descriptors read the overrides when created
+
+
+def run(op: str, cases, configs, timing: TimingConfig, ceiling_tbps: float) -> None:
+    torch_us: dict = {}
+    print(f"{'config':14s} {'case':20s} {'dtype':9s} {'variant':16s} {'us':>9s} {'TB/s':>6s} {'%ceil':>6s} "
+          f"{'vs torch':>8s}  ok", flush=True)
+    for config, values in configs:
+        set_config(values)
+        for name, shape, dim, dtypes in cases:
+            for dtype_name in dtypes:
+                dtype = getattr(torch, dtype_name)
+                gen = torch.Generator(device="cuda").manual_seed(1)
+                x = torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
+                if op == "softmax":
+                    out = torch.full_like(x, float("nan"))
+                    prepared = oprt.prepare_softmax(out, x, dim, backend="nvidia")
+                    reference = lambda: torch.softmax(x, dim)  # noqa: E731
+                    nbytes = 2 * x.numel() * x.element_size()
+                else:
+                    keep = tuple(s for i, s in enumerate(shape) if dim is not None and i != dim % len(shape))
+                    out = torch.full(keep, float("nan"), device="cuda", dtype=dtype)
+                    prepared = oprt.prepare_reduce_sum(out, x, dim, backend="nvidia")
+                    reference = (lambda: torch.sum(x, dim)) if dim is not None else (lambda: torch.sum(x))  # noqa: E731
+                    nbytes = x.numel() * x.element_size() + out.numel() * out.element_size()
+                prepared.run()
+                torch.cuda.synchronize()
+                if op == "softmax":
+                    want = torch.softmax(x.double(), dim)
+                    tol = 1e-5 if dtype == torch.float32 else 1e-2
+                    ok = torch.allclose(out.double(), want, rtol=tol, atol=1e-6)
+                else:
+                    want = x.double().sum(dim) if dim is not None else x.double().sum()
+                    tol = 1e-4 if dtype == torch.float32 else 2e-2
+                    scale = x.double().abs().sum(dim) if dim is not None else x.double().abs().sum()
+                    ok = bool(((out.double() - want).abs() <= tol * scale + 1e-3).all())
+                key = (name, dtype_name)
+                fns = {"ours": prepared.run}
+                if key not in torch_us:
+                    fns["torch"] = reference
+                t = measure(fns, "cuda", timing)
+                if key not in torch_us:
+                    torch_us[key] = t["torch"].median_us
+                us = t["ours"].median_us
+                tbps = nbytes / us / 1e6
+                print(f"{config:14s} {name:20s} {dtype_name:9s} {prepared.variant:16s} {us:9.1f} {tbps:6.2f} "
+                      f"{100 * tbps / ceiling_tbps:6.0f} {torch_us[key] / us:7.2f}x  {'ok' if ok else 'BAD'}",
+                      flush=True)
+                del x, out, prepared, want
+
+
+def copy_ceiling(timing: TimingConfig) -> float:
+    a = torch.empty(1 << 28, device="cuda", dtype=torch.float32).normal_()
+    b = torch.empty_like(a)
+    us = measure({"copy": lambda: b.copy_(a)}, "cuda", timing)["copy"].median_us
+    return 2 * a.numel() * 4 / us / 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=("softmax", "reduce_sum"))
+    parser.add_argument("--min-time", type=float, default=0.02)
+    parser.add_argument("--configs", nargs="*", help="only these configurations (by name)")
+    args = parser.parse_args()
+    timing = TimingConfig(min_time=args.min_time, max_reps=100)
+    ceiling = copy_ceiling(timing)
+    print(f"copy ceiling {ceiling:.3f} TB/s (1 GiB copy_, read + write)", flush=True)
+    def chosen(configs):
+        return [c for c in configs if not args.configs or c[0] in args.configs]
+
+    if args.only in (None, "softmax"):
+        run("softmax", SOFTMAX_CASES, chosen(SOFTMAX_CONFIGS), timing, ceiling)
+    if args.only in (None, "reduce_sum"):
+        run("reduce_sum", REDUCE_CASES, chosen(REDUCE_CONFIGS), timing, ceiling)
+
+
+if __name__ == "__main__":
+    main()
