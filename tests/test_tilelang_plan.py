@@ -49,6 +49,17 @@ class FakeKernels:
             return lambda a, b, out: out.copy_((a.float() + b.float()).to(out.dtype))
         if key == "vector_add.row_bias":
             return lambda a, b, out: out.copy_((a.float() + b.float()[None, :]).to(out.dtype))
+        if key in ("reduce_sum.group_rows", "softmax.group_rows"):
+            vec = 16 // getattr(torch, args[0]).itemsize
+
+            def contract(src, out):  # the vectorized kernels' preconditions
+                assert src.shape[1] % vec == 0, f"{key}: row length {src.shape[1]} not a multiple of {vec}"
+                assert src.data_ptr() % 16 == 0 and (key == "reduce_sum.group_rows" or out.data_ptr() % 16 == 0)
+                if key == "reduce_sum.group_rows":
+                    out.copy_(src.float().sum(1).to(out.dtype))
+                else:
+                    out.copy_(torch.softmax(src.float(), 1).to(out.dtype))
+            return contract
         if key == "reduce_sum.warp_rows":
             return lambda src, out: out.copy_(src.float().sum(1).to(out.dtype))
         if key == "reduce_sum.rows":

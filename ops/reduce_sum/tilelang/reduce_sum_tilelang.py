@@ -16,7 +16,10 @@ results are bitwise reproducible.
 
 Kernels (sizes T.dynamic):
   rows(src, out, vec)        one block of 256 threads per (row, segment); grid (M, S)
-  warp_rows(src, out)        one warp per 4 rows, 32 rows a block: short rows
+  group_rows(src, out, lanes) short rows, N % vec == 0, aligned: `lanes` lanes
+                             per row, 16-byte loads, shuffles in the group
+  warp_rows(src, out)        short rows, any N: a warp per rows_per_warp rows,
+                             scalar coalesced loads
   columns(src, out, vec)     a block per (tile of 32 * vec columns x batch,
                              segment): a lane per `vec` columns, the 8
                              warps on interleaved rows, summed in shared
@@ -32,6 +35,7 @@ from operator_runtime._internal.tilelang_common import RESIDENT_BLOCKS, block_su
 
 DTYPES = ("float32", "float16", "bfloat16")
 THREADS = 256
+GROUP_ROW_LANES = (4, 8, 16, 32)  # group_rows: lanes per row (2 vectors each per step)
 F32 = "float32"
 
 
@@ -129,6 +133,51 @@ def warp_rows(src_dtype: str, out_dtype: str, per_lane: int = 4, rpw: int = 0, p
     return sum_warp_rows
 
 
+def group_rows(src_dtype: str, out_dtype: str, lanes: int, slots: int = 2):
+    """Short rows, N % vec == 0, 16-byte aligned: `lanes` lanes per row (a
+    power of two up to a warp), each loading `slots` 16-byte vectors per step
+    (all in flight before any is added), summed by shuffles inside the lane
+    group. The vectorized twin of warp_rows."""
+    vec = vector_width(src_dtype)
+    threads = THREADS
+    rows_per_block = threads // lanes
+    step = lanes * slots * vec
+    M, N = T.dynamic("M N")
+    om = T.dynamic("om", "int64")
+
+    @T.prim_func
+    def sum_group_rows(src: T.Tensor((M, N), src_dtype), out: T.StridedTensor((M,), (om,), out_dtype)):
+        with T.Kernel(T.ceildiv(M, rows_per_block), threads=threads) as bx:
+            T.assume(N % vec == 0)
+            tx = T.get_thread_binding()
+            lane = tx % lanes
+            row = bx * rows_per_block + tx // lanes
+            buf = T.alloc_local((slots * vec,), src_dtype)
+            part = T.alloc_local((slots * vec,), F32)
+            acc = T.alloc_local((1,), F32)
+            for j in T.unroll(slots * vec):
+                part[j] = T.float32(0)
+            if row < M:
+                for k in T.serial(T.ceildiv(N, step)):
+                    for j in T.unroll(slots):
+                        if k * step + (j * lanes + lane) * vec < N:
+                            for v in T.vectorized(vec):
+                                buf[j * vec + v] = src[row, k * step + (j * lanes + lane) * vec + v]
+                    for j in T.unroll(slots):
+                        if k * step + (j * lanes + lane) * vec < N:
+                            for v in T.unroll(vec):
+                                part[j * vec + v] = part[j * vec + v] + T.cast(buf[j * vec + v], F32)
+            acc[0] = T.float32(0)
+            for j in T.unroll(slots * vec):
+                acc[0] = acc[0] + part[j]
+            for o in T.unroll(lanes.bit_length() - 1):  # xor masks lanes/2 .. 1 stay inside the group
+                acc[0] = acc[0] + T.shfl_xor(acc[0], lanes >> (o + 1))
+            if row < M and lane == 0:
+                out[row] = T.cast(acc[0], out_dtype)
+
+    return sum_group_rows
+
+
 def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4):
     """A block owns a tile of 32 * vec columns: lane tx % 32 holds `vec` of
     them (one 16-byte load per row when vec > 1), and the 8 warps take every
@@ -194,6 +243,8 @@ def variants():
         out.append((f"rows_{d}_to_f32_1", rows, (d, F32, 1)))
         out.append((f"rows_f32_to_{d}_1", rows, (F32, d, 1)))
         out.append((f"warp_rows_{d}", warp_rows, (d, d)))
+        for lanes in GROUP_ROW_LANES:
+            out.append((f"group_rows_{d}_{lanes}", group_rows, (d, d, lanes)))
         out.append((f"columns_{d}_v", columns, (d, d, vector_width(d))))
         out.append((f"columns_{d}_1", columns, (d, d, 1)))
         out.append((f"columns_{d}_to_f32_v", columns, (d, F32, vector_width(d))))

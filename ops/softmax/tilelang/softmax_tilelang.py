@@ -9,9 +9,12 @@ Canonical forms (anything else is staged through the workspace):
   columns   src/out [B, R, C] dense, softmax over R
 
 Kernels (sizes T.dynamic):
-  warp_rows(dtype, per_lane)            N <= 32 * per_lane: a warp per
-                                        rows_per_warp rows, in registers,
-                                        1 read + 1 write
+  group_rows(dtype, lanes, slots)       N <= lanes * slots * vec, N % vec == 0,
+                                        aligned: `lanes` lanes per row, 16-byte
+                                        vectors in registers, 1 read + 1 write
+  warp_rows(dtype, per_lane)            N <= 32 * per_lane, any N: a warp per
+                                        rows_per_warp rows, scalar coalesced
+                                        loads, in registers
   block_rows(dtype, threads, per_thread, vec)
                                         N <= threads * per_thread: a block per
                                         row, the row in registers
@@ -39,6 +42,8 @@ F32 = "float32"
 # (threads, per_thread) of block_rows, by the longest row each holds in registers
 BLOCK_ROW_CLASSES = ((256, 8), (512, 8), (512, 16), (1024, 16), (1024, 32))
 WARP_ROW_CLASSES = (4, 8, 16, 32)
+# (lanes, slots) of group_rows, by the longest row each holds: lanes * slots vectors
+GROUP_ROW_CLASSES = ((4, 2), (8, 2), (16, 2), (32, 2), (32, 4))
 SPLIT_THREADS = 512
 
 
@@ -96,6 +101,62 @@ def warp_rows(dtype: str, per_lane: int, rpw: int = 0, persistent: bool = False)
                                 out[row0 + r, j * 32 + lane] = T.cast(x[r, j] * s[r], dtype)
 
     return softmax_warp_rows
+
+
+def group_rows(dtype: str, lanes: int, slots: int = 2):
+    """N <= lanes * slots * vec, N % vec == 0, 16-byte aligned rows: `lanes`
+    lanes per row (a power of two up to a warp), each holding `slots` 16-byte
+    vectors in registers; max and sum by shuffles inside the lane group.
+    The vectorized twin of warp_rows for short rows (a 128-wide bf16 row is 8
+    lanes of 2 vectors, where warp_rows gives each of 32 lanes 4 scalars)."""
+    vec = vector_width(dtype)
+    threads = 256
+    rows_per_block = threads // lanes
+    width = slots * vec
+    M, N = T.dynamic("M N")
+
+    @T.prim_func
+    def softmax_group_rows(src: T.Tensor((M, N), dtype), out: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, rows_per_block), threads=threads) as bx:
+            T.annotate_restrict_buffers(src, out)
+            T.assume(N % vec == 0)
+            tx = T.get_thread_binding()
+            lane = tx % lanes
+            row = bx * rows_per_block + tx // lanes
+            buf = T.alloc_local((width,), dtype)
+            x = T.alloc_local((width,), F32)
+            m = T.alloc_local((1,), F32)
+            s = T.alloc_local((1,), F32)
+            for j in T.unroll(slots):  # every load first
+                if row < M and (j * lanes + lane) * vec < N:
+                    for v in T.vectorized(vec):
+                        buf[j * vec + v] = src[row, (j * lanes + lane) * vec + v]
+            m[0] = T.float32(NEG_INF)
+            for j in T.unroll(slots):
+                for v in T.unroll(vec):
+                    x[j * vec + v] = T.if_then_else(row < M, T.if_then_else(
+                        (j * lanes + lane) * vec < N, T.cast(buf[j * vec + v], F32), T.float32(NEG_INF)),
+                        T.float32(0))
+                    m[0] = T.max(m[0], x[j * vec + v])
+            for o in T.unroll(lanes.bit_length() - 1):  # xor masks lanes/2 .. 1 stay inside the group
+                m[0] = T.max(m[0], T.shfl_xor(m[0], lanes >> (o + 1)))
+            s[0] = T.float32(0)
+            for j in T.unroll(slots):
+                for v in T.unroll(vec):
+                    x[j * vec + v] = T.if_then_else((j * lanes + lane) * vec < N, fast_exp(x[j * vec + v] - m[0]),
+                                                    T.float32(0))
+                    s[0] = s[0] + x[j * vec + v]
+            for o in T.unroll(lanes.bit_length() - 1):
+                s[0] = s[0] + T.shfl_xor(s[0], lanes >> (o + 1))
+            s[0] = T.float32(1) / s[0]
+            for j in T.unroll(slots):
+                if row < M and (j * lanes + lane) * vec < N:
+                    for v in T.unroll(vec):
+                        buf[j * vec + v] = T.cast(x[j * vec + v] * s[0], dtype)
+                    for v in T.vectorized(vec):
+                        out[row, (j * lanes + lane) * vec + v] = buf[j * vec + v]
+
+    return softmax_group_rows
 
 
 def block_rows(dtype: str, threads: int, per_thread: int, vec: int):
@@ -391,6 +452,8 @@ def variants():
         v = vector_width(d)
         for per_lane in WARP_ROW_CLASSES:
             out.append((f"warp_rows_{d}_{per_lane}", warp_rows, (d, per_lane)))
+        for lanes, slots in GROUP_ROW_CLASSES:
+            out.append((f"group_rows_{d}_{lanes}x{slots}", group_rows, (d, lanes, slots)))
         for threads, per_thread in BLOCK_ROW_CLASSES:
             out.append((f"block_rows_{d}_{threads}x{per_thread}_v", block_rows, (d, threads, per_thread, v)))
             out.append((f"block_rows_{d}_{threads}x{per_thread}_1", block_rows, (d, threads, per_thread, 1)))

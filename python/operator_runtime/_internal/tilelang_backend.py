@@ -233,6 +233,14 @@ class Planner:
             return lambda aligned: table.get(op, factory, vec_args)
         return lambda aligned: table.get(op, factory, vec_args if aligned else scalar_args)
 
+    def fallback_launcher(self, vec_kernel, scalar_kernel):
+        """A function(aligned) -> kernel, like launcher, where the scalar twin
+        is another factory: (op, factory, args) each, the second compiled
+        only when an unaligned call needs it."""
+        table = self.table
+        self.kernel(*vec_kernel)
+        return lambda aligned: table.get(*(vec_kernel if aligned else scalar_kernel))
+
     # -- copy building blocks used by every op ----------------------------------------------
     def strided_copy(self, src_dtype, dst_dtype, shape, src_strides, dst_strides):
         """A step body (src_tensor, dst_tensor) copying shape from src to dst
@@ -425,6 +433,11 @@ def _plan_rows_sum(p: Planner, src_dtype, out_dtype, M: int, N: int):
     sd, od = DTYPE_NAMES[src_dtype], DTYPE_NAMES[out_dtype]
     vec = _vec(src_dtype)
     if N <= 512:
+        mod = load_kernels("reduce_sum")
+        if vec > 1 and N % vec == 0:
+            lanes = next((n for n in mod.GROUP_ROW_LANES if n * 2 * vec >= N), mod.GROUP_ROW_LANES[-1])
+            pick = p.fallback_launcher(("reduce_sum", "group_rows", (sd, od, lanes)), ("reduce_sum", "warp_rows", (sd, od)))
+            return (lambda src, out, ws: pick(_aligned(src))(src, out)), f"group_rows{lanes}"
         kernel = p.kernel("reduce_sum", "warp_rows", (sd, od))
 
         def run(src, out, ws):
@@ -586,6 +599,10 @@ def _plan_softmax_rows(p: Planner, dtype, M: int, N: int):
     mod = load_kernels("softmax")
     if N <= 32 * mod.WARP_ROW_CLASSES[-1]:
         per_lane = next(c for c in mod.WARP_ROW_CLASSES if 32 * c >= N)
+        group = next((g for g in mod.GROUP_ROW_CLASSES if g[0] * g[1] * vec >= N), None)
+        if vec > 1 and N % vec == 0 and group is not None:
+            pick = p.fallback_launcher(("softmax", "group_rows", (dt, *group)), ("softmax", "warp_rows", (dt, per_lane)))
+            return (lambda src, out, ws: pick(_aligned(src, out))(src, out)), f"group_rows{group[0] * group[1] * vec}"
         kernel = p.kernel("softmax", "warp_rows", (dt, per_lane))
         return (lambda src, out, ws: kernel(src, out)), f"warp_rows{32 * per_lane}"
     for threads, per_thread in mod.BLOCK_ROW_CLASSES:
