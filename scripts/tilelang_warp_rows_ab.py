@@ -1,13 +1,19 @@
-"""A/B of the TileLang warp_rows kernels (reduce_sum and softmax, 128-wide
-rows): rows per warp 1/2/4, plain and persistent grids, float32 and bf16.
-Each kernel is checked against torch on ragged shapes, then timed directly
-at 262144x128 (CUDA events, 7 x 20 launches, no L2 flush), beside the nvidia
-backend (nan when the library lacks it) and torch.
+"""A/B of TileLang row kernels, timed directly beside the nvidia backend
+and torch, each first checked against torch on ragged shapes.
 
-    python scripts/tilelang_warp_rows_ab.py compile   # here: fill $TILELANG_CACHE_DIR
-    python scripts/tilelang_warp_rows_ab.py           # on the GPU, with that cache
+  warp_rows   (default) reduce_sum and softmax, 128-wide rows: rows per warp
+              1/2/4, plain and persistent grids, float32 and bf16; timed at
+              262144x128
+  block_rows  softmax block_rows (threads, per_thread) classes for 8192- and
+              16384-wide rows, float32 and bf16; timed at 8192x8192 and
+              16384x16384 (no candidate here has run on a GPU yet)
 
-The H200 output is docs/data/tilelang-h200-2026-12-02d-warp-rows-ab.txt.
+Timing: CUDA events, 7 x 20 launches, no L2 flush.
+
+    python scripts/tilelang_warp_rows_ab.py [block_rows] compile   # here: fill $TILELANG_CACHE_DIR
+    python scripts/tilelang_warp_rows_ab.py [block_rows]           # on the GPU, with that cache
+
+The H200 output of warp_rows is docs/data/tilelang-h200-2026-12-02d-warp-rows-ab.txt.
 """
 import sys, time, statistics, itertools
 import torch, tilelang
@@ -16,7 +22,8 @@ from operator_runtime._internal.tilelang_common import pass_configs
 import operator_runtime as oprt
 
 TARGET = {"kind": "cuda", "arch": "sm_90"}
-COMPILE_ONLY = len(sys.argv) > 1 and sys.argv[1] == "compile"
+FAMILY = "block_rows" if "block_rows" in sys.argv[1:] else "warp_rows"
+COMPILE_ONLY = "compile" in sys.argv[1:]
 
 def build(op, fac, args):
     mod = load_kernels(op); make = getattr(mod, fac)
@@ -39,20 +46,42 @@ def nvt(fn):
     except Exception:
         return float("nan")
 
-jobs = []
-for dt in ("float32", "bfloat16"):
-    for rpw, pers in itertools.product((1, 2, 4), (False, True)):
-        jobs.append(("reduce_sum", "warp_rows", (dt, dt, 4, rpw, pers)))
-        jobs.append(("softmax", "warp_rows", (dt, 4, rpw, pers)))
+jobs = []  # (op, factory, args); the timed shape comes from timed_shape()
+if FAMILY == "warp_rows":
+    for dt in ("float32", "bfloat16"):
+        for rpw, pers in itertools.product((1, 2, 4), (False, True)):
+            jobs.append(("reduce_sum", "warp_rows", (dt, dt, 4, rpw, pers)))
+            jobs.append(("softmax", "warp_rows", (dt, 4, rpw, pers)))
+else:
+    for dt in ("float32", "bfloat16"):
+        vec = 16 // getattr(torch, dt).itemsize
+        for threads, per_thread in ((512, 16), (256, 32), (1024, 8), (1024, 16), (512, 32)):
+            jobs.append(("softmax", "block_rows", (dt, threads, per_thread, vec)))
+
+
+def timed_shape(job):
+    if job[1] == "warp_rows":
+        return 262144, 128
+    n = job[2][1] * job[2][2]
+    return n, n  # 8192 x 8192 or 16384 x 16384
+
+
+def ragged_shapes(job):
+    if job[1] == "warp_rows":
+        return ((1000, 100), (777, 128), (33, 7))
+    n, vec = job[2][1] * job[2][2], job[2][3]
+    return ((37, n), (5, n - vec), (3, n // 2 + vec))
+
+
 kernels = {j: build(*j) for j in jobs}
 if COMPILE_ONLY:
     print(len(kernels), "compiled"); sys.exit()
 dev = "cuda"
-print(f"{'op':10s} {'dtype':9s} rpw pers   us(262144x128)  GB/s   ok   | nvidia_us torch_us")
+print(f"{'op':10s} {'dtype':9s} args                 shape          us   GB/s   ok   | nvidia_us torch_us")
 for (op, fac, args), k in kernels.items():
     dt = getattr(torch, args[0])
     ok = True
-    for M, N in ((1000, 100), (777, 128), (33, 7)):
+    for M, N in ragged_shapes((op, fac, args)):
         x = torch.randn(M, N, device=dev, dtype=dt)
         if op == "reduce_sum":
             out = torch.full((M,), float("nan"), device=dev, dtype=dt); k(x, out)
@@ -62,7 +91,7 @@ for (op, fac, args), k in kernels.items():
             out = torch.full((M, N), float("nan"), device=dev, dtype=dt); k(x, out)
             ref = torch.softmax(x.double(), -1); tol = 1e-5 if dt == torch.float32 else 1e-2
             ok &= torch.allclose(out.double(), ref, rtol=tol, atol=1e-6)
-    M, N = 262144, 128
+    M, N = timed_shape((op, fac, args))
     x = torch.randn(M, N, device=dev, dtype=dt)
     if op == "reduce_sum":
         out = torch.empty(M, device=dev, dtype=dt)
@@ -72,4 +101,5 @@ for (op, fac, args), k in kernels.items():
         out = torch.empty_like(x)
         us = timeit(lambda: k(x, out)); nbytes = 2 * x.numel() * x.element_size()
         nv = nvt(lambda: oprt.softmax_(out, x, -1, backend="nvidia")); tt = timeit(lambda: torch.softmax(x, -1, out=out) if False else torch._softmax(x, -1, False))
-    print(f"{op:10s} {args[0]:9s} {args[-2]:3d} {str(args[-1]):5s} {us:9.1f}  {nbytes / us / 1e3:7.0f}  {'ok' if ok else 'BAD':4s} | {nv:8.1f} {tt:8.1f}", flush=True)
+    print(f"{op:10s} {args[0]:9s} {str(args[1:]):20s} {M}x{N:<8d} {us:9.1f}  {nbytes / us / 1e3:7.0f}  "
+          f"{'ok' if ok else 'BAD':4s} | {nv:8.1f} {tt:8.1f}", flush=True)
