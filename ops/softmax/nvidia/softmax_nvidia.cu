@@ -94,9 +94,10 @@ __device__ __forceinline__ float tree_sum(float (&v)[N]) {
   return v[0];
 }
 // update() over U loaded vectors at once (vector u counts when ok[u]): one
-// rescale per round and short dependency chains (Nsight Compute: the
-// long-row stats pass, one update per vector, was latency-bound on them).
-// Converts each vector twice rather than hold U * VEC floats in registers.
+// rescale per round and short dependency chains. Written because Nsight
+// Compute showed the long-row stats pass latency-bound; on the H200 it ran
+// the same as one update per vector (the latency is elsewhere). Converts
+// each vector twice rather than hold U * VEC floats in registers.
 template <class T, int U>
 __device__ __forceinline__ void update_round(Stats& st, const Raw16 (&raw)[U], const bool (&ok)[U]) {
   constexpr int VEC = kVec16<T>;
@@ -711,9 +712,13 @@ void launch_rows_slots(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_
     case 8: return launch_rows_group<T, 8, NV, Index>(d, out, src, stream);
     case 16: return launch_rows_group<T, 16, NV, Index>(d, out, src, stream);
     case 32: return launch_rows_group<T, 32, NV, Index>(d, out, src, stream);
-    default:
-      if (d.min_blocks == 2) return launch_rows_group<T, 0, NV, Index, 2>(d, out, src, stream);
-      return launch_rows_group<T, 0, NV, Index>(d, out, src, stream);
+    default:  // a whole block per row: planned with 4 or 8 slots only
+      if constexpr (NV > 2) {
+        if (d.min_blocks == 2) return launch_rows_group<T, 0, NV, Index, 2>(d, out, src, stream);
+        return launch_rows_group<T, 0, NV, Index>(d, out, src, stream);
+      } else {
+        fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows: a block per row with %d slots per thread", NV);
+      }
   }
 }
 
