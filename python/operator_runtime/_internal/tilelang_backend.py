@@ -224,22 +224,17 @@ class Planner:
         self.compile_seconds += time.perf_counter() - start
         return kernel
 
-    def launcher(self, op, factory, vec_args, scalar_args=None):
+    def launcher(self, op, factory, vec_args, scalar_args=None, scalar_factory=None):
         """A function(aligned) -> kernel: the vectorized kernel when the
-        pointers are 16-byte aligned, else its scalar twin."""
+        pointers are 16-byte aligned, else its scalar twin (scalar_args, of
+        scalar_factory when another factory serves it), compiled only when
+        an unaligned call needs it."""
         table = self.table
         self.kernel(op, factory, vec_args)
-        if scalar_args is None or scalar_args == vec_args:
+        scalar = (op, scalar_factory or factory, vec_args if scalar_args is None else scalar_args)
+        if scalar == (op, factory, vec_args):
             return lambda aligned: table.get(op, factory, vec_args)
-        return lambda aligned: table.get(op, factory, vec_args if aligned else scalar_args)
-
-    def fallback_launcher(self, vec_kernel, scalar_kernel):
-        """A function(aligned) -> kernel, like launcher, where the scalar twin
-        is another factory: (op, factory, args) each, the second compiled
-        only when an unaligned call needs it."""
-        table = self.table
-        self.kernel(*vec_kernel)
-        return lambda aligned: table.get(*(vec_kernel if aligned else scalar_kernel))
+        return lambda aligned: table.get(op, factory, vec_args) if aligned else table.get(*scalar)
 
     # -- copy building blocks used by every op ----------------------------------------------
     def strided_copy(self, src_dtype, dst_dtype, shape, src_strides, dst_strides):
@@ -436,7 +431,7 @@ def _plan_rows_sum(p: Planner, src_dtype, out_dtype, M: int, N: int):
         mod = load_kernels("reduce_sum")
         if vec > 1 and N % vec == 0:
             lanes = next((n for n in mod.GROUP_ROW_LANES if n * 2 * vec >= N), mod.GROUP_ROW_LANES[-1])
-            pick = p.fallback_launcher(("reduce_sum", "group_rows", (sd, od, lanes)), ("reduce_sum", "warp_rows", (sd, od)))
+            pick = p.launcher("reduce_sum", "group_rows", (sd, od, lanes), (sd, od), scalar_factory="warp_rows")
             return (lambda src, out, ws: pick(_aligned(src))(src, out)), f"group_rows{lanes}"
         kernel = p.kernel("reduce_sum", "warp_rows", (sd, od))
 
@@ -601,7 +596,7 @@ def _plan_softmax_rows(p: Planner, dtype, M: int, N: int):
         per_lane = next(c for c in mod.WARP_ROW_CLASSES if 32 * c >= N)
         group = next((g for g in mod.GROUP_ROW_CLASSES if g[0] * g[1] * vec >= N), None)
         if vec > 1 and N % vec == 0 and group is not None:
-            pick = p.fallback_launcher(("softmax", "group_rows", (dt, *group)), ("softmax", "warp_rows", (dt, per_lane)))
+            pick = p.launcher("softmax", "group_rows", (dt, *group), (dt, per_lane), scalar_factory="warp_rows")
             return (lambda src, out, ws: pick(_aligned(src, out))(src, out)), f"group_rows{group[0] * group[1] * vec}"
         kernel = p.kernel("softmax", "warp_rows", (dt, per_lane))
         return (lambda src, out, ws: kernel(src, out)), f"warp_rows{32 * per_lane}"
