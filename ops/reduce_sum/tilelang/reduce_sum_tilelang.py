@@ -31,7 +31,8 @@ of vec and the pointers 16-byte aligned; vec = 1 uses coalesced scalar loads.
 
 import tilelang.language as T
 
-from operator_runtime._internal.tilelang_common import RESIDENT_BLOCKS, block_sum, column_tile, rows_per_warp, vector_width
+from operator_runtime._internal.tilelang_common import (RESIDENT_BLOCKS, block_sum, column_tile, load_column_round,
+                                                        rows_per_warp, vector_width)
 
 DTYPES = ("float32", "float16", "bfloat16")
 THREADS = 256
@@ -207,9 +208,7 @@ def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4):
             if c0 < C:
                 for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * unroll)):
                     if start + (k * unroll + unroll - 1) * lanes < end:
-                        for u in T.unroll(unroll):
-                            for v in T.vectorized(vec):
-                                buf[u, v] = src[b, start + (k * unroll + u) * lanes, c0 + v]
+                        load_column_round(src, buf, b, start, k, unroll, lanes, c0, vec)
                         for u in T.unroll(unroll):
                             for v in T.unroll(vec):
                                 part[u, v] = part[u, v] + T.cast(buf[u, v], F32)

@@ -34,8 +34,8 @@ out may be src itself: every element is read before its own write.
 import tilelang.language as T
 
 from operator_runtime._internal.tilelang_common import (NEG_INF, RESIDENT_BLOCKS, block_max, block_sum, column_tile,
-                                                        exp_term, fast_exp, rescale, rows_per_warp, scaled, vector_width,
-                                                        with_stores_lowered)
+                                                        exp_term, fast_exp, load_column_round, rescale, rows_per_warp,
+                                                        scaled, vector_width, with_stores_lowered)
 
 DTYPES = ("float32", "float16", "bfloat16")
 F32 = "float32"
@@ -103,6 +103,19 @@ def warp_rows(dtype: str, per_lane: int, rpw: int = 0, persistent: bool = False)
     return softmax_warp_rows
 
 
+@T.macro
+def exp_and_sum(x, m, s, chunks, vec, stride, first, N):
+    """A thread's row registers x (chunks of `vec`, chunk c at vector
+    c * stride + first of the row) become exp(x - m[0]), 0 past the row's
+    end; s[0] their sum."""
+    s[0] = T.float32(0)
+    for c in T.unroll(chunks):
+        for v in T.unroll(vec):
+            x[c * vec + v] = T.if_then_else((c * stride + first) * vec < N, fast_exp(x[c * vec + v] - m[0]),
+                                            T.float32(0))
+            s[0] = s[0] + x[c * vec + v]
+
+
 def group_rows(dtype: str, lanes: int, slots: int = 2):
     """N <= lanes * slots * vec, N % vec == 0, 16-byte aligned rows: `lanes`
     lanes per row (a power of two up to a warp), each holding `slots` 16-byte
@@ -140,12 +153,7 @@ def group_rows(dtype: str, lanes: int, slots: int = 2):
                     m[0] = T.max(m[0], x[j * vec + v])
             for o in T.unroll(lanes.bit_length() - 1):  # xor masks lanes/2 .. 1 stay inside the group
                 m[0] = T.max(m[0], T.shfl_xor(m[0], lanes >> (o + 1)))
-            s[0] = T.float32(0)
-            for j in T.unroll(slots):
-                for v in T.unroll(vec):
-                    x[j * vec + v] = T.if_then_else((j * lanes + lane) * vec < N, fast_exp(x[j * vec + v] - m[0]),
-                                                    T.float32(0))
-                    s[0] = s[0] + x[j * vec + v]
+            exp_and_sum(x, m, s, slots, vec, lanes, lane, N)
             for o in T.unroll(lanes.bit_length() - 1):
                 s[0] = s[0] + T.shfl_xor(s[0], lanes >> (o + 1))
             s[0] = T.float32(1) / s[0]
@@ -188,12 +196,7 @@ def block_rows(dtype: str, threads: int, per_thread: int, vec: int):
             for j in T.unroll(per_thread):
                 m[0] = T.max(m[0], x[j])
             block_max(m, red, tx, threads)
-            s[0] = T.float32(0)
-            for c in T.unroll(chunks):
-                for v in T.unroll(vec):
-                    x[c * vec + v] = T.if_then_else((c * threads + tx) * vec < N, fast_exp(x[c * vec + v] - m[0]),
-                                                    T.float32(0))
-                    s[0] = s[0] + x[c * vec + v]
+            exp_and_sum(x, m, s, chunks, vec, threads, tx, N)
             block_sum(s, red, tx, threads)
             s[0] = T.float32(1) / s[0]
             for c in T.unroll(chunks):
@@ -348,9 +351,7 @@ def column_stats(dtype: str, vec: int, unroll: int = 4):
             if c0 < C:
                 for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * unroll)):
                     if start + (k * unroll + unroll - 1) * lanes < end:
-                        for u in T.unroll(unroll):
-                            for v in T.vectorized(vec):
-                                buf[u, v] = src[b, start + (k * unroll + u) * lanes, c0 + v]
+                        load_column_round(src, buf, b, start, k, unroll, lanes, c0, vec)
                     else:
                         for u in T.unroll(unroll):
                             for v in T.unroll(vec):
@@ -427,9 +428,7 @@ def column_apply(dtype: str, vec: int, unroll: int = 4):
                     s[v] = T.float32(1) / s[v]  # from here on, the reciprocal of the sum
                 for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * unroll)):
                     if start + (k * unroll + unroll - 1) * lanes < end:
-                        for u in T.unroll(unroll):  # every load of the round first
-                            for v in T.vectorized(vec):
-                                buf[u, v] = src[b, start + (k * unroll + u) * lanes, c0 + v]
+                        load_column_round(src, buf, b, start, k, unroll, lanes, c0, vec)
                         for u in T.unroll(unroll):
                             for v in T.unroll(vec):
                                 res[v] = T.cast(fast_exp(T.cast(buf[u, v], F32) - m[v]) * s[v], dtype)

@@ -112,6 +112,16 @@ def column_tile(bt, seg, R, C, S, cols: int, vec: int):
     return b, tile, seg * seg_len + tx // 32, T.min(R, seg * seg_len + seg_len), tile * cols + tx % 32 * vec
 
 
+@T.macro
+def load_column_round(src, buf, b, start, k, unroll, lanes, c0, vec):
+    """Round k of a column tile's loads (every row in the segment): buf[u, :]
+    = the `vec` columns from c0 of row start + (k * unroll + u) * lanes, all
+    `unroll` 16-byte loads issued before any is used."""
+    for u in T.unroll(unroll):
+        for v in T.vectorized(vec):
+            buf[u, v] = src[b, start + (k * unroll + u) * lanes, c0 + v]
+
+
 def fast_exp(x):
     """exp(x) as __expf (ex2.approx of x * log2 e: two instructions; expf adds
     a range reduction of about ten). Relative error about 2 ulp + |x| * 2^-23,
