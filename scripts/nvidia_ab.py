@@ -4,7 +4,8 @@ the result against a float64 torch reference (NaN-poisoned output), and
 times it with the benchmark harness (CUDA events, L2 flushed before every
 call) beside torch, measured once per case.
 
-    python3 scripts/nvidia_ab.py [--only softmax|reduce_sum] [--configs NAME...] [--min-time 0.02]
+    python3 scripts/nvidia_ab.py [--only softmax|reduce_sum] [--configs NAME...] [--cases PREFIX...]
+        [--min-time 0.02]
 
 Configurations and cases are the tables below; a config is a name and the
 OPRT_TUNE_* values it sets (everything else planned as usual).
@@ -28,10 +29,14 @@ SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
     ("odd_16384x12289", (16384, 12289), -1, ("bfloat16",)),
     ("long_4x4M", (4, 4 * 1024 * 1024), -1, ("float32", "bfloat16")),
     ("long_5x3M+7", (5, 3 * 1024 * 1024 + 7), -1, ("bfloat16",)),
+    ("long_32x1M", (32, 1024 * 1024), -1, ("float32", "bfloat16")),
+    ("long_1x16M", (1, 16 * 1024 * 1024), -1, ("float32", "bfloat16")),
     ("vocab_4096x151936", (4096, 151936), -1, ("bfloat16",)),
 ]
 SOFTMAX_CONFIGS = [
     ("planned", {}),
+    ("split", {"SOFTMAX_RESIDENT": 0}),
+    ("resident_nocache", {"SOFTMAX_RESIDENT_CACHE": 0}),
     ("slots8", {"SOFTMAX_SLOTS": 8}),
     ("min_blocks1", {"SOFTMAX_MIN_BLOCKS": 1}),
     ("split_unroll8", {"SOFTMAX_SPLIT_UNROLL": 8}),
@@ -128,6 +133,7 @@ def main() -> None:
     parser.add_argument("--only", choices=("softmax", "reduce_sum"))
     parser.add_argument("--min-time", type=float, default=0.02)
     parser.add_argument("--configs", nargs="*", help="only these configurations (by name)")
+    parser.add_argument("--cases", nargs="*", help="only cases whose name starts with one of these")
     args = parser.parse_args()
     timing = TimingConfig(min_time=args.min_time, max_reps=100)
     ceiling = copy_ceiling(timing)
@@ -135,10 +141,13 @@ def main() -> None:
     def chosen(configs):
         return [c for c in configs if not args.configs or c[0] in args.configs]
 
+    def cases(table):
+        return [c for c in table if not args.cases or c[0].startswith(tuple(args.cases))]
+
     if args.only in (None, "softmax"):
-        run("softmax", SOFTMAX_CASES, chosen(SOFTMAX_CONFIGS), timing, ceiling)
+        run("softmax", cases(SOFTMAX_CASES), chosen(SOFTMAX_CONFIGS), timing, ceiling)
     if args.only in (None, "reduce_sum"):
-        run("reduce_sum", REDUCE_CASES, chosen(REDUCE_CONFIGS), timing, ceiling)
+        run("reduce_sum", cases(REDUCE_CASES), chosen(REDUCE_CONFIGS), timing, ceiling)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,12 @@ Timing: CUDA events, 7 x 20 launches, no L2 flush.
 
 The H200 output of warp_rows is docs/data/tilelang-h200-2026-12-02d-warp-rows-ab.txt.
 """
-import sys, time, statistics, itertools
+import sys, itertools
 import torch, tilelang
 from operator_runtime._internal.tilelang_backend import load_kernels
 from operator_runtime._internal.tilelang_common import pass_configs
 import operator_runtime as oprt
+from operator_runtime_testing.benchmark import TimingConfig, measure
 
 TARGET = {"kind": "cuda", "arch": "sm_90"}
 FAMILY = "block_rows" if "block_rows" in sys.argv[1:] else "warp_rows"
@@ -29,16 +30,9 @@ def build(op, fac, args):
     mod = load_kernels(op); make = getattr(mod, fac)
     return tilelang.compile(make(*args), target=TARGET, execution_backend="tvm_ffi", pass_configs=pass_configs(make))
 
-def timeit(fn, reps=20):
-    for _ in range(3): fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(7):
-        a, b = torch.cuda.Event(True), torch.cuda.Event(True)
-        a.record()
-        for _ in range(reps): fn()
-        b.record(); b.synchronize(); ts.append(a.elapsed_time(b) * 1000 / reps)
-    return statistics.median(ts)
+def timeit(fn):
+    """Median device time per call: the benchmark harness (L2 flushed before each call)."""
+    return measure({"call": fn}, "cuda", TimingConfig(min_time=0.02, max_reps=50))["call"].median_us
 
 def nvt(fn):
     try:

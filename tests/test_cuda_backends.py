@@ -129,11 +129,18 @@ VARIANT_CASES = [
     ("softmax-rows-block", "softmax", [(256, 8000)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-warp-4-slots", "softmax", [(512, 1000)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-block-8-slots", "softmax", [(64, 20000)], "offset", {"dim": -1}, None),
+    ("softmax-rows-block-1024-threads", "softmax", [(64, 16000)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_SLOTS": 4}}, None),
     ("softmax-rows-cluster2", "softmax", [(64, 50000)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-cluster4-unaligned", "softmax", [(7, 65537)], "offset", {"dim": -1}, None),
     ("softmax-rows-cluster8", "softmax", [(16, 200001)], "contiguous", {"dim": -1}, None),
-    ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous", {"dim": -1}, None),
-    ("softmax-rows-split-unaligned", "softmax", [(5, 270001)], "offset", {"dim": -1}, None),
+    ("softmax-rows-resident", "softmax", [(3, 300001)], "contiguous", {"dim": -1}, None),
+    ("softmax-rows-resident-unaligned", "softmax", [(2, (1 << 21) + 3)], "offset", {"dim": -1}, None),
+    ("softmax-rows-resident-partly-cached", "softmax", [(5, 270001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_RESIDENT_CACHE": 700}}, None),
+    ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous", {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}}, None),
+    ("softmax-rows-split-unaligned", "softmax", [(5, 270001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}}, None),
     ("softmax-columns", "softmax", [(1000, 4096)], "contiguous", {"dim": 0}, None),
     ("softmax-columns-split", "softmax", [(1 << 18, 8)], "contiguous", {"dim": 0}, None),
     ("softmax-strided", "softmax", [(500, 300)], "transposed", {"dim": -1}, None),
@@ -156,10 +163,18 @@ def _variant_input(shape, layout, dtype, seed):
 @pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.bfloat16],
                          ids=["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("case", VARIANT_CASES, ids=[c[0] for c in VARIANT_CASES])
-def test_variant(cuda_backend, case, dt, record_property):
+def test_variant(cuda_backend, case, dt, record_property, monkeypatch, request):
     """Each op form on layouts chosen to reach every kernel variant (the
-    variant is recorded in the junit XML); the sanitizer runs these."""
+    variant is recorded in the junit XML); the sanitizer runs these. A case's
+    "tune" values are OPRT_TUNE_* overrides (ops/common/tuning.h) that reach
+    variants the planner keeps for other shapes."""
     name, op, shapes, layout, params, out_dtype = case
+    if params.get("tune"):
+        from operator_runtime._internal.operator import DESCRIPTOR_CACHE
+        for key, value in params["tune"].items():
+            monkeypatch.setenv("OPRT_TUNE_" + key, str(value))
+        DESCRIPTOR_CACHE.clear()  # descriptors read the overrides when created...
+        request.addfinalizer(DESCRIPTOR_CACHE.clear)  # ...and later tests must not reuse them
     inputs = [_variant_input(s, layout if i == 0 or layout in ("offset", "transposed") else "contiguous", dt, 80 + i)
               for i, s in enumerate(shapes)]
     if op == "copy":

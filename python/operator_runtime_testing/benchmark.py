@@ -9,13 +9,18 @@ caches stay warm for every side alike (the host's L3 may hold small cases).
 Other processes' CPU use during each measurement is recorded with it.
 
 CUDA (per METHOD.md): device time from CUDA events after warm-up. Before
-every timed call an L2 flush (a write over a buffer of max(256 MiB, 4 x L2)
-bytes) evicts the operands, so no call finds its data L2-resident; the
-flush also keeps the GPU busy while the host enqueues the next call, so
-host overhead stays out of the event interval. One event pair brackets one
-call; the median over reps is reported. If enqueueing one call takes the
-host longer than the flush takes the GPU, the GPU may have idled inside an
-event interval: the timing says so (`host_bound`) rather than hiding it.
+every timed call an L2 flush over a buffer of max(256 MiB, 4 x L2) bytes
+evicts the operands, so no call finds its data L2-resident. The flush
+reads the buffer (OPRT_BENCH_FLUSH=read, the default), which leaves L2
+holding clean lines: a flush that writes it (OPRT_BENCH_FLUSH=write, as
+triton's do_bench does) leaves up to a whole L2 of dirty lines (60 MB on
+the H200) whose write-back to DRAM the next call pays for, which on the
+H200 added up to 10 us to a ~35 us call. When enqueueing a call takes the
+host longer than the flush takes the GPU (measured during warm-up), a spin
+kernel (torch.cuda._sleep) after the flush keeps the GPU busy until the
+call is enqueued, so host time stays out of the event interval; the flag
+`host_bound` says if it still might not have. One event pair brackets one
+call; the median over reps is reported.
 """
 
 from __future__ import annotations
@@ -151,12 +156,39 @@ def l2_cache_bytes(device) -> int:
     return int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
 
 
+def flush_mode() -> str:
+    mode = os.environ.get("OPRT_BENCH_FLUSH", "read")
+    if mode not in ("read", "write"):
+        raise ValueError(f"OPRT_BENCH_FLUSH must be 'read' or 'write', not {mode!r}")
+    return mode
+
+
 def _flush_buffer(device: torch.device) -> torch.Tensor:
     key = device.index if device.index is not None else torch.cuda.current_device()
     if key not in _FLUSH_BUFFERS:
         size = max(256 * 2**20, 4 * l2_cache_bytes(device))
-        _FLUSH_BUFFERS[key] = torch.empty(size, dtype=torch.uint8, device=device)
+        _FLUSH_BUFFERS[key] = torch.zeros(size // 4, dtype=torch.float32, device=device)
     return _FLUSH_BUFFERS[key]
+
+
+def l2_flush(device: torch.device) -> Callable[[], None]:
+    """The flush run before every timed call (see the module docstring)."""
+    buffer = _flush_buffer(device)
+    if flush_mode() == "write":
+        return buffer.zero_
+    return lambda: buffer.sum()  # the 4-byte result is all it writes
+
+
+_SPIN_CYCLES_PER_US: dict = {}
+
+
+def _spin_cycles_per_us(device: torch.device) -> float:
+    """Clock cycles per microsecond of torch.cuda._sleep, measured once."""
+    key = device.index if device.index is not None else torch.cuda.current_device()
+    if key not in _SPIN_CYCLES_PER_US:
+        cycles = 2_000_000
+        _SPIN_CYCLES_PER_US[key] = cycles / (_event_ms(lambda: torch.cuda._sleep(cycles), 3) * 1e3)
+    return _SPIN_CYCLES_PER_US[key]
 
 
 def _event_ms(work: Callable, count: int) -> float:
@@ -172,8 +204,8 @@ def _event_ms(work: Callable, count: int) -> float:
 
 def _measure_cuda(fns, device: torch.device, config: TimingConfig, flush_l2: bool) -> Dict[str, Timing]:
     names = list(fns)
-    flush = _flush_buffer(device).zero_ if flush_l2 else (lambda: None)
     with torch.cuda.device(device):
+        flush = l2_flush(device) if flush_l2 else (lambda: None)
         # Warm-up; also the host-side time of one call (launch overhead).
         host_call = {}
         for name in names:
@@ -187,6 +219,15 @@ def _measure_cuda(fns, device: torch.device, config: TimingConfig, flush_l2: boo
             host_call[name] = statistics.median(samples)
             torch.cuda.synchronize()
         flush_s = _event_ms(flush, 5) * 1e-3 if flush_l2 else 0.0
+        # The GPU must still be busy when the call reaches it: pad the flush
+        # with a spin of twice the host's enqueue time where it falls short.
+        slowest_host = max(host_call.values())
+        spin_us = 2e6 * slowest_host - 1e6 * flush_s if flush_l2 else 0.0
+        if spin_us > 0:
+            cycles = int(spin_us * _spin_cycles_per_us(device))
+            flush_only = flush
+            flush = lambda: (flush_only(), torch.cuda._sleep(cycles))  # noqa: E731
+            flush_s += spin_us * 1e-6
         # Rough per-rep device time (flush + call) decides the rep count.
         estimate = max(_event_ms(lambda: (flush(), fns[n]()), 3) * 1e-3 for n in names)
         reps = int(min(config.max_reps, max(config.min_reps, config.min_time / max(estimate, 1e-7))))
@@ -211,7 +252,7 @@ def _measure_cuda(fns, device: torch.device, config: TimingConfig, flush_l2: boo
             lead_s = flush_s if flush_l2 else median * 1e-6
             host_bound = host_call[name] > 0.8 * lead_s
             result[name] = Timing(median, q[0], q[2], reps,
-                                  "cuda-events" + ("+l2-flush" if flush_l2 else ""), host_bound)
+                                  "cuda-events" + (f"+l2-flush-{flush_mode()}" if flush_l2 else ""), host_bound)
         return result
 
 

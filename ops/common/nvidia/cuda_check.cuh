@@ -75,6 +75,7 @@ class StreamDeviceGuard {
 // Facts about the current device, read once per device.
 struct DeviceInfo {
   int sm_count = 0;
+  int cc_major = 0;  // compute capability
   int max_threads_per_sm = 0;
   int max_smem_per_block_optin = 0;  // bytes, with cudaFuncAttributeMaxDynamicSharedMemorySize
   int l2_bytes = 0;

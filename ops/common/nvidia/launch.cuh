@@ -25,16 +25,17 @@ inline unsigned grid_one_shot(int64_t tasks) {
   return static_cast<unsigned>(std::clamp<int64_t>(tasks, 1, (int64_t{1} << 31) - 1));
 }
 
-// Launches kernel<<<grid, block, 0, stream>>>(args...) with one launch
+// Launches kernel<<<grid, block, smem, stream>>>(args...) with one launch
 // attribute: a thread block cluster shape, or cooperative (every block
 // resident at once, so the blocks may wait for each other at a grid-wide
 // barrier; a grid too large to be resident fails instead of hanging).
 template <class... Params, class... Args>
 void launch_with(cudaLaunchAttribute attribute, void (*kernel)(Params...), unsigned grid, unsigned block,
-                 cudaStream_t stream, Args... args) {
+                 size_t smem, cudaStream_t stream, Args... args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(grid);
   config.blockDim = dim3(block);
+  config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = &attribute;
   config.numAttrs = 1;
@@ -60,9 +61,9 @@ inline cudaLaunchAttribute cooperative_attribute() {
 // The largest grid of `kernel` (with `block` threads) that is resident at
 // once, at most `max_per_sm` blocks per SM: the grid of a cooperative launch.
 template <class Kernel>
-unsigned resident_grid(Kernel kernel, int block, int max_per_sm) {
+unsigned resident_grid(Kernel kernel, int block, int max_per_sm, size_t smem = 0) {
   int per_sm = 0;
-  OPRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
+  OPRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, smem));
   return static_cast<unsigned>(current_device_info().sm_count * std::clamp(per_sm, 1, max_per_sm));
 }
 

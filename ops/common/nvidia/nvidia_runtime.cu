@@ -17,6 +17,7 @@ const DeviceInfo& current_device_info() {
   std::call_once(once[device], [device] {
     DeviceInfo& info = infos[device];
     OPRT_CUDA_CHECK(cudaDeviceGetAttribute(&info.sm_count, cudaDevAttrMultiProcessorCount, device));
+    OPRT_CUDA_CHECK(cudaDeviceGetAttribute(&info.cc_major, cudaDevAttrComputeCapabilityMajor, device));
     OPRT_CUDA_CHECK(cudaDeviceGetAttribute(&info.max_threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
     OPRT_CUDA_CHECK(
         cudaDeviceGetAttribute(&info.max_smem_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));

@@ -22,6 +22,7 @@
 #include "softmax_nvidia.h"
 
 #include <cooperative_groups.h>
+#include <cuda/ptx>
 
 #include <algorithm>
 #include <string>
@@ -150,10 +151,11 @@ __device__ __forceinline__ bool aligned16(const T* p) {
 // k*VEC - shift .., where shift (when enabled) puts the slots on 16-byte
 // boundaries.
 // Threads per block for a row: 512, so a thread may use 128 registers and
-// keeps its 8 vectors (32 or 64 elements) without spilling.
-template <class T>
+// keeps its 8 vectors (32 or 64 elements) without spilling; float32 rows
+// with 4 vectors a thread take up to 1024 (63 registers, 32 warps per SM).
+template <class T, int NV>
 __host__ __device__ constexpr int max_row_block() {
-  return 512;
+  return std::is_same_v<T, float> && NV == 4 ? 1024 : 512;
 }
 
 template <int C, class Op>
@@ -173,7 +175,7 @@ __device__ __forceinline__ float cluster_allreduce(float v, Op op, float* slot) 
 
 // MB: resident blocks per SM the compiler must allow (a register cap).
 template <class T, int G, int NV, int C, class Index, int MB = 1>
-__global__ void __launch_bounds__(G ? 256 : max_row_block<T>(), MB > 1 ? MB : 0)
+__global__ void __launch_bounds__(G ? 256 : max_row_block<T, NV>(), MB > 1 ? MB : 0)
 softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nrows, int64_t length,
                     int64_t out_stride, bool shift) {
   constexpr int VEC = kVec16<T>;
@@ -303,6 +305,22 @@ __device__ __forceinline__ void visit_chunk(const T* p, int64_t c0, int64_t c1, 
   }
 }
 
+// Writes exp(x - m) * r for the vector `raw` of row elements i.. of q.
+template <class T>
+__device__ __forceinline__ void write_scaled(T* q, int64_t i, const Raw16& raw, float m, float r, int64_t out_stride) {
+  constexpr int VEC = kVec16<T>;
+  float x[VEC];
+  raw_to_floats<T>(raw, x);
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m) * r;
+  if (out_stride == 1 && aligned16(q + i)) {
+    store_floats<VEC>(q + i, x);
+  } else {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) q[(i + e) * out_stride] = from_float<T>(x[e]);
+  }
+}
+
 // One cooperative kernel (all blocks resident): block b owns a contiguous
 // range of (row, split) tasks. Pass 1 writes each task's (max, sum) to the
 // workspace; after a grid-wide barrier, pass 2 walks the same tasks in
@@ -324,7 +342,6 @@ constexpr int split_min_blocks() {
 template <class T, class Index, int U>
 __global__ void __launch_bounds__(kSplitThreads, split_min_blocks<U>())
 softmax_split_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args) {
-  constexpr int VEC = kVec16<T>;
   __shared__ Stats slots[kMaxWarps];
   const int64_t tasks = args.nrows * args.splits;
   const int64_t t0 = tasks * blockIdx.x / gridDim.x, t1 = tasks * (blockIdx.x + 1) / gridDim.x;
@@ -370,23 +387,109 @@ softmax_split_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs 
         p, c0, c1,
         [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
 #pragma unroll
-          for (int u = 0; u < U; ++u) {
-            if (!ok[u]) continue;
-            const int64_t i = at[u];
-            float x[VEC];
-            raw_to_floats<T>(raw[u], x);
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m) * r;
-            if (args.out_stride == 1 && aligned16(q + i)) {
-              store_floats<VEC>(q + i, x);
-            } else {
-#pragma unroll
-              for (int e = 0; e < VEC; ++e) q[(i + e) * args.out_stride] = from_float<T>(x[e]);
-            }
-          }
+          for (int u = 0; u < U; ++u)
+            if (ok[u]) write_scaled<T>(q, at[u], raw[u], m, r, args.out_stride);
         },
         [&](int64_t i) { q[i * args.out_stride] = from_float<T>(exp_minus(to_float(p[i]), m) * r); });
   }
+}
+
+// ---- few long rows, held in shared memory ------------------------------------------
+// No more (row, split) tasks than SMs: a cooperative grid of one 512-thread
+// block per SM, one task per block. At the start, one thread issues bulk
+// asynchronous copies (TMA, no registers, all in flight at once) of the
+// chunk's first vectors into shared memory, up to ~224 KB; meanwhile the
+// threads read the rest of the chunk with ordinary loads, then take (max,
+// sum) over the copies as they land. After the grid barrier the rest is read
+// again (first, while L2 still holds it) and the shared copy is scaled and
+// written: src leaves DRAM once wherever the chunk fits in shared memory,
+// where rows_split reads it twice (the second time from L2 when it fits).
+constexpr int kResidentThreads = 512;
+constexpr int kResidentUnroll = 4;
+constexpr int kPieceVectors = kResidentThreads * kResidentUnroll;  // one bulk copy: 32 KB, a round per thread
+constexpr int kMaxPieces = 8;                                      // 256 KB: more than any SM holds
+
+template <class T, class Index>
+__global__ void __launch_bounds__(kResidentThreads, 1)
+softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args, int64_t cache_vectors) {
+#if __CUDA_ARCH__ >= 900
+  constexpr int VEC = kVec16<T>, U = kResidentUnroll;
+  extern __shared__ Raw16 cache[];
+  __shared__ uint64_t landed[kMaxPieces];  // one mbarrier per bulk copy
+  __shared__ Stats slots[kMaxWarps];
+  const int64_t task = blockIdx.x;
+  const bool active = task < args.nrows * args.splits;
+  const int64_t row = active ? task / args.splits : 0, split = task - row * args.splits;
+  int64_t offsets[2] = {0, 0};
+  if (active) rows.get(static_cast<Index>(row), offsets);
+  const T* p = src + offsets[1];
+  T* q = out + offsets[0];
+  const int64_t c0 = active ? split * args.chunk : 0, c1 = active ? min(args.length, c0 + args.chunk) : 0;
+  const int64_t a = c0 + min(c1 - c0, elements_to_alignment(p + c0));  // first aligned element
+  const int64_t cached = min((c1 - a) / VEC, cache_vectors);           // vectors from a on, in `cache`
+  const int64_t rest = a + cached * VEC;                               // read from global memory
+  const int pieces = static_cast<int>(ceil_div(cached, kPieceVectors));
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < pieces; ++k) cuda::ptx::mbarrier_init(&landed[k], 1);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the barriers, as the copy engine sees them
+    for (int k = 0; k < pieces; ++k) {
+      const int64_t v0 = int64_t{k} * kPieceVectors;
+      const uint32_t bytes = static_cast<uint32_t>(min(int64_t{kPieceVectors}, cached - v0) * sizeof(Raw16));
+      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                           &landed[k], bytes);
+      cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, cache + v0, p + a + v0 * VEC,
+                               bytes, &landed[k]);
+    }
+  }
+  __syncthreads();  // no thread waits on a barrier before it is initialized
+  Stats st{-INFINITY, 0.0f};
+  const auto stats_scalar = [&](int64_t i) {
+    const float x[1] = {to_float(p[i])};
+    update(st, x);
+  };
+  for (int64_t i = c0 + threadIdx.x; i < a; i += blockDim.x) stats_scalar(i);
+  visit_chunk<false, U>(
+      p, rest, c1,
+      [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&)[U]) { update_round<T>(st, raw, ok); },
+      stats_scalar);
+  for (int k = 0; k < pieces; ++k) {
+    while (!cuda::ptx::mbarrier_try_wait_parity(&landed[k], 0)) {
+    }
+    Raw16 raw[U];
+    bool ok[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t v = int64_t{k} * kPieceVectors + u * kResidentThreads + threadIdx.x;
+      ok[u] = v < cached;
+      if (ok[u]) raw[u] = cache[v];
+    }
+    update_round<T>(st, raw, ok);
+  }
+  st = block_merge(st, slots);
+  if (active && threadIdx.x == 0) args.partials[task] = st;
+  cg::this_grid().sync();
+  if (!active) return;
+  const Stats* part = args.partials + row * args.splits;
+  st = {-INFINITY, 0.0f};
+  for (int64_t j = threadIdx.x; j < args.splits; j += blockDim.x) st = merge(st, part[j]);
+  st = block_merge(st, slots);
+  const float m = st.m, r = 1.0f / st.s;
+  const auto write_scalar = [&](int64_t i) { q[i * args.out_stride] = from_float<T>(exp_minus(to_float(p[i]), m) * r); };
+  for (int64_t i = c0 + threadIdx.x; i < a; i += blockDim.x) write_scalar(i);
+  visit_chunk<true, U>(
+      p, rest, c1,
+      [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (ok[u]) write_scaled<T>(q, at[u], raw[u], m, r, args.out_stride);
+      },
+      write_scalar);
+#pragma unroll 4
+  for (int64_t v = threadIdx.x; v < cached; v += kResidentThreads)
+    write_scaled<T>(q, a + v * VEC, cache[v], m, r, args.out_stride);
+#else
+  __trap();  // planned only on sm_90 and newer
+#endif
 }
 
 // Merges each group's `splits` partial stats in a fixed order (a warp per
@@ -548,7 +651,7 @@ softmax_columns_write_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, 
 }
 
 // ---- planning ----------------------------------------------------------------------
-enum class Kind { kEmpty, kRows, kSplit, kColumns };
+enum class Kind { kEmpty, kRows, kSplit, kResident, kColumns };
 
 struct SoftmaxNvidia : oprt_descriptor {
   static constexpr const char* kName = "softmax/nvidia";
@@ -566,7 +669,8 @@ struct SoftmaxNvidia : oprt_descriptor {
   int split_unroll = 4;     // split: vectors in flight per thread
   bool shift = false;       // rows: rows start at varying alignment
   int64_t splits = 1, chunk = 0;
-  unsigned grid = 0;        // split: the cooperative grid
+  unsigned grid = 0;        // split, resident: the cooperative grid
+  int64_t cache_vectors = 0;  // resident: 16-byte vectors of shared memory per block
   int tx = 32, ty = 8;      // columns
   int64_t columns = 1, col_tiles = 1, planes = 1, src_col_stride = 1, out_col_stride = 1;
 };
@@ -578,6 +682,41 @@ int64_t ceil_pow2(int64_t x) {
   int64_t p = 1;
   while (p < x) p *= 2;
   return p;
+}
+
+// The shared memory a resident block holds its chunk in (set on the kernel
+// for the current device); the kernel's static shared memory comes first.
+template <class T, class Index>
+size_t resident_cache_bytes() {
+  const auto kernel = softmax_resident_kernel<T, Index>;
+  cudaFuncAttributes attributes = {};
+  OPRT_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  const int64_t room = current_device_info().max_smem_per_block_optin - static_cast<int64_t>(attributes.sharedSizeBytes);
+  const size_t bytes = static_cast<size_t>(std::clamp<int64_t>(room, 0, int64_t{kMaxPieces} * kPieceVectors * 16) / 16 * 16);
+  OPRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  return bytes;
+}
+
+// Few long rows: one chunk per block of a one-block-per-SM cooperative grid.
+void plan_resident(SoftmaxNvidia& d, int vec) {
+  d.kind = Kind::kResident;
+  d.variant = "rows_resident";
+  dispatch_dtype(d.dtype, [&](auto type) {
+    dispatch_index(d.nrows, [&](auto index) {
+      using T = decltype(type);
+      using Index = decltype(index);
+      const size_t bytes = resident_cache_bytes<T, Index>();
+      d.grid = resident_grid(softmax_resident_kernel<T, Index>, kResidentThreads, 1, bytes);
+      const int64_t room = static_cast<int64_t>(bytes / 16);
+      d.cache_vectors = std::clamp<int64_t>(tuned("SOFTMAX_RESIDENT_CACHE", room), 0, room);
+    });
+  });
+  // Chunks of at least a round of loads of the block, at most one per block.
+  const int64_t min_chunk = int64_t{kResidentThreads} * vec * kResidentUnroll;
+  d.splits = std::clamp<int64_t>(d.grid / d.nrows, 1, std::max<int64_t>(1, d.length / min_chunk));
+  d.chunk = ceil_div(ceil_div(d.length, d.splits), vec) * vec;
+  d.splits = ceil_div(d.length, d.chunk);
+  d.workspace_bytes = static_cast<size_t>(d.nrows * d.splits) * sizeof(Stats);
 }
 
 SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src, int32_t dim) {
@@ -605,13 +744,23 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       for (int dd = 0; dd < p.rows.ndim; ++dd) aligned_rows &= (p.rows.strides[k][dd] * element_size) % 16 == 0;
     d->shift = !aligned_rows;
     const int64_t vectors = ceil_div(d->length + (d->shift ? vec - 1 : 0), vec);
-    const int64_t max_block = element_size == 4 ? max_row_block<float>() : max_row_block<half>();
+    const auto max_block = [&](int64_t slots) -> int64_t {
+      return element_size == 4 && slots == 4 ? max_row_block<float, 4>() : max_row_block<half, 8>();
+    };
     // Vector slots per thread: 2 for short rows (more threads per row);
-    // 16-bit rows that fit take 4, so exp(x - max) stays in float registers
-    // (one exp per element instead of two); else 8.
-    int64_t nv = vectors <= 2 * 32 ? 2 : element_size < 4 && ceil_div(vectors, 4) <= max_block ? 4 : 8;
+    // 16-bit rows a block holds with 4 take 4, so exp(x - max) stays in
+    // float registers (one exp per element instead of two); else 8. Float32
+    // rows with 4 (up to 1024 threads, OPRT_TUNE_SOFTMAX_SLOTS=4) ran slower
+    // on the H200: 16384^2 687 vs 616 us, 8192^2 141 vs 139.
+    int64_t nv = 8;
+    if (vectors <= 2 * 32) {
+      nv = 2;
+    } else if (element_size < 4 && ceil_div(vectors, 4) <= max_block(4)) {
+      nv = 4;
+    }
     const int64_t forced = tuned("SOFTMAX_SLOTS", nv);
-    if ((forced == 2 || forced == 4 || forced == 8) && ceil_div(vectors, forced) <= (forced == 2 ? 32 : max_block))
+    if ((forced == 2 || forced == 4 || forced == 8) &&
+        ceil_div(vectors, forced) <= (forced == 2 ? 32 : max_block(forced)))
       nv = forced;
     d->slots = static_cast<int>(nv);
     // Measured on the H200 (scripts/nvidia_ab.py): 16-bit rows in blocks
@@ -620,7 +769,8 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     // one-block-per-task grid 5% faster than 4 resident grids.
     const int64_t waves = element_size == 4 && nv == 2 ? 16 : 4;
     d->waves = static_cast<int>(std::clamp<int64_t>(tuned("SOFTMAX_WAVES", waves), 1, 64));
-    d->min_blocks = tuned("SOFTMAX_MIN_BLOCKS", element_size < 4 && nv == 4 ? 2 : 1) == 2 ? 2 : 1;
+    // (Blocks of up to 1024 threads run one per SM.)
+    d->min_blocks = max_block(nv) == 512 && tuned("SOFTMAX_MIN_BLOCKS", element_size < 4 && nv == 4 ? 2 : 1) == 2 ? 2 : 1;
     const int64_t threads = ceil_div(vectors, nv);
     if (threads <= 32) {
       d->kind = Kind::kRows;
@@ -629,7 +779,7 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       d->variant = "rows_warp";
       return d;
     }
-    if (threads <= max_block) {
+    if (threads <= max_block(nv)) {
       d->kind = Kind::kRows;
       d->group = 0;
       d->block = static_cast<int>(ceil_div(threads, 32) * 32);
@@ -639,7 +789,7 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     d->slots = kRowSlots;  // clusters and split rows hold 8 slots
     const int64_t threads8 = ceil_div(vectors, kRowSlots);
     for (int c = 2; c <= kMaxCluster; c *= 2) {
-      if (ceil_div(threads8, c) <= max_block) {
+      if (ceil_div(threads8, c) <= max_block(kRowSlots)) {
         d->kind = Kind::kRows;
         d->group = 0;
         d->cluster = c;
@@ -647,6 +797,10 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
         d->variant = "rows_cluster" + std::to_string(c);
         return d;
       }
+    }
+    if (d->nrows <= sms && current_device_info().cc_major >= 9 && tuned("SOFTMAX_RESIDENT", 1) == 1) {
+      plan_resident(*d, vec);
+      return d;
     }
     d->kind = Kind::kSplit;
     d->variant = "rows_split";
@@ -714,7 +868,9 @@ void launch_rows_slots(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_
     case 32: return launch_rows_group<T, 32, NV, Index>(d, out, src, stream);
     default:  // a whole block per row: planned with 4 or 8 slots only
       if constexpr (NV > 2) {
-        if (d.min_blocks == 2) return launch_rows_group<T, 0, NV, Index, 2>(d, out, src, stream);
+        if constexpr (max_row_block<T, NV>() == 512) {
+          if (d.min_blocks == 2) return launch_rows_group<T, 0, NV, Index, 2>(d, out, src, stream);
+        }
         return launch_rows_group<T, 0, NV, Index>(d, out, src, stream);
       } else {
         fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows: a block per row with %d slots per thread", NV);
@@ -727,7 +883,7 @@ void launch_rows_cluster(const SoftmaxNvidia& d, T* out, const T* src, cudaStrea
   constexpr int NV = kRowSlots;
   const int64_t clusters = std::max<int64_t>(1, grid_for(d.nrows * C, std::max(1, 2048 / d.block), 2) / C);
   launch_with(cluster_attribute(C), softmax_rows_kernel<T, 0, NV, C, Index>, static_cast<unsigned>(clusters * C),
-              d.block, stream, out, src, OffsetCalc<2, Index>(d.rows), d.nrows, d.length, d.out_stride, d.shift);
+              d.block, 0, stream, out, src, OffsetCalc<2, Index>(d.rows), d.nrows, d.length, d.out_stride, d.shift);
 }
 
 void launch_combine(Stats* partials, int64_t groups, int64_t splits, int64_t width, cudaStream_t stream) {
@@ -752,13 +908,19 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
       default: return launch_rows_slots<T, 8, Index>(d, out, src, stream);
     }
   }
-  if (d.kind == Kind::kSplit) {
+  if (d.kind == Kind::kSplit || d.kind == Kind::kResident) {
     const SplitArgs args{d.nrows, d.length, d.out_stride, d.splits, d.chunk, static_cast<Stats*>(workspace)};
+    if (d.kind == Kind::kResident) {
+      const size_t bytes = resident_cache_bytes<T, Index>();  // on this device (the descriptor may be another's)
+      return launch_with(cooperative_attribute(), softmax_resident_kernel<T, Index>, d.grid, kResidentThreads,
+                         bytes, stream, out, src, OffsetCalc<2, Index>(d.rows), args,
+                         std::min<int64_t>(d.cache_vectors, static_cast<int64_t>(bytes / 16)));
+    }
     if (d.split_unroll == 8)
-      return launch_with(cooperative_attribute(), softmax_split_kernel<T, Index, 8>, d.grid, kSplitThreads, stream,
-                         out, src, OffsetCalc<2, Index>(d.rows), args);
-    return launch_with(cooperative_attribute(), softmax_split_kernel<T, Index, 4>, d.grid, kSplitThreads, stream, out,
-                       src, OffsetCalc<2, Index>(d.rows), args);
+      return launch_with(cooperative_attribute(), softmax_split_kernel<T, Index, 8>, d.grid, kSplitThreads, 0,
+                         stream, out, src, OffsetCalc<2, Index>(d.rows), args);
+    return launch_with(cooperative_attribute(), softmax_split_kernel<T, Index, 4>, d.grid, kSplitThreads, 0, stream,
+                       out, src, OffsetCalc<2, Index>(d.rows), args);
   }
   ColumnsArgs args{d.columns, d.col_tiles, d.planes, d.length, d.splits, d.chunk,
                    d.src_col_stride, d.out_col_stride, d.src_stride, d.out_stride, static_cast<Stats*>(workspace)};

@@ -39,8 +39,14 @@ from operator_runtime._internal.tilelang_common import (NEG_INF, RESIDENT_BLOCKS
 
 DTYPES = ("float32", "float16", "bfloat16")
 F32 = "float32"
-# (threads, per_thread) of block_rows, by the longest row each holds in registers
-BLOCK_ROW_CLASSES = ((256, 8), (512, 8), (512, 16), (1024, 16), (1024, 32))
+# (threads, per_thread) of block_rows by dtype, by the longest row each holds
+# in registers. 16-bit rows of 8K and 16K run fastest with 4 vectors (32
+# elements) a thread (H200, scripts/tilelang_warp_rows_ab.py block_rows:
+# 8192^2 bf16 256x32 72.8 us vs 512x16 86.3; 16384^2 512x32 307 vs 1024x16
+# 514); float32 rows as fast either way (8192^2: 512x16 135 us, 256x32 135).
+_F32_BLOCK_ROWS = ((256, 8), (512, 8), (512, 16), (1024, 16), (1024, 32))
+_HALF_BLOCK_ROWS = ((256, 8), (512, 8), (256, 32), (512, 32), (1024, 32))
+BLOCK_ROW_CLASSES = {"float32": _F32_BLOCK_ROWS, "float16": _HALF_BLOCK_ROWS, "bfloat16": _HALF_BLOCK_ROWS}
 WARP_ROW_CLASSES = (4, 8, 16, 32)
 # (lanes, slots) of group_rows, by the longest row each holds: lanes * slots vectors
 GROUP_ROW_CLASSES = ((4, 2), (8, 2), (16, 2), (32, 2), (32, 4))
@@ -453,7 +459,7 @@ def variants():
             out.append((f"warp_rows_{d}_{per_lane}", warp_rows, (d, per_lane)))
         for lanes, slots in GROUP_ROW_CLASSES:
             out.append((f"group_rows_{d}_{lanes}x{slots}", group_rows, (d, lanes, slots)))
-        for threads, per_thread in BLOCK_ROW_CLASSES:
+        for threads, per_thread in BLOCK_ROW_CLASSES[d]:
             out.append((f"block_rows_{d}_{threads}x{per_thread}_v", block_rows, (d, threads, per_thread, v)))
             out.append((f"block_rows_{d}_{threads}x{per_thread}_1", block_rows, (d, threads, per_thread, 1)))
         for vec in (v, 1):

@@ -600,7 +600,7 @@ def _plan_softmax_rows(p: Planner, dtype, M: int, N: int):
             return (lambda src, out, ws: pick(_aligned(src, out))(src, out)), f"group_rows{group[0] * group[1] * vec}"
         kernel = p.kernel("softmax", "warp_rows", (dt, per_lane))
         return (lambda src, out, ws: kernel(src, out)), f"warp_rows{32 * per_lane}"
-    for threads, per_thread in mod.BLOCK_ROW_CLASSES:
+    for threads, per_thread in mod.BLOCK_ROW_CLASSES[dt]:
         if threads * per_thread >= N:
             scalar = (dt, threads, per_thread, 1)
             pick = p.launcher("softmax", "block_rows", (dt, threads, per_thread, vec) if N % vec == 0 else scalar,

@@ -5,14 +5,14 @@ nvidia backend when it is available), on one GPU:
 
 Prints one row per (op, shape, dtype): the variant chosen, first-call time
 (plan + kernel compile or disk-cache load), steady-state time (median of
-CUDA-event timed runs, L2 flushed between runs), effective GB/s, and the
+CUDA-event timed runs by operator_runtime_testing.benchmark.measure, L2
+flushed before each run), effective GB/s, and the
 ratio to torch and nvidia.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import torch
@@ -70,20 +70,11 @@ def torch_call(op, inputs, params):
     return lambda out: torch.softmax(inputs[0], params["dim"])
 
 
-def time_it(fn, repeat=20):
-    flush = torch.empty(256 * M, dtype=torch.uint8, device="cuda")
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
+def time_it(fn):
+    """Median device time per call, by the benchmark harness (L2 flushed
+    before each call; host enqueue time kept out of the interval)."""
+    from operator_runtime_testing.benchmark import TimingConfig, measure
+    return measure({"call": fn}, "cuda", TimingConfig(min_time=0.05, max_reps=100))["call"].median_us
 
 
 def main(argv=None):
