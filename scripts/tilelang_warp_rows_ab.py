@@ -6,12 +6,14 @@ and torch, each first checked against torch on ragged shapes.
               262144x128
   block_rows  softmax block_rows (threads, per_thread) classes for 8192- and
               16384-wide rows, float32 and bf16; timed at 8192x8192 and
-              16384x16384 (no candidate here has run on a GPU yet)
+              16384x16384 (H200: docs/data/tilelang-h200-2026-12-02f-block-rows-ab.txt)
+  columns     reduce_sum columns (dim 0) with 4 or 8 rows of loads in flight,
+              at 5..66 segments, float32 and bf16; timed at 8192x8192
 
-Timing: CUDA events, 7 x 20 launches, no L2 flush.
+Timing: the benchmark harness (operator_runtime_testing.benchmark.measure).
 
-    python scripts/tilelang_warp_rows_ab.py [block_rows] compile   # here: fill $TILELANG_CACHE_DIR
-    python scripts/tilelang_warp_rows_ab.py [block_rows]           # on the GPU, with that cache
+    python scripts/tilelang_warp_rows_ab.py [block_rows|columns] compile   # here: fill $TILELANG_CACHE_DIR
+    python scripts/tilelang_warp_rows_ab.py [block_rows|columns]           # on the GPU, with that cache
 
 The H200 output of warp_rows is docs/data/tilelang-h200-2026-12-02d-warp-rows-ab.txt.
 """
@@ -23,7 +25,7 @@ import operator_runtime as oprt
 from operator_runtime_testing.benchmark import TimingConfig, measure
 
 TARGET = {"kind": "cuda", "arch": "sm_90"}
-FAMILY = "block_rows" if "block_rows" in sys.argv[1:] else "warp_rows"
+FAMILY = next((f for f in ("block_rows", "columns") if f in sys.argv[1:]), "warp_rows")
 COMPILE_ONLY = "compile" in sys.argv[1:]
 
 def build(op, fac, args):
@@ -46,11 +48,42 @@ if FAMILY == "warp_rows":
         for rpw, pers in itertools.product((1, 2, 4), (False, True)):
             jobs.append(("reduce_sum", "warp_rows", (dt, dt, 4, rpw, pers)))
             jobs.append(("softmax", "warp_rows", (dt, 4, rpw, pers)))
-else:
+elif FAMILY == "block_rows":
     for dt in ("float32", "bfloat16"):
         vec = 16 // getattr(torch, dt).itemsize
         for threads, per_thread in ((512, 16), (256, 32), (1024, 8), (1024, 16), (512, 32)):
             jobs.append(("softmax", "block_rows", (dt, threads, per_thread, vec)))
+else:
+    for dt in ("float32", "bfloat16"):
+        vec = 16 // getattr(torch, dt).itemsize
+        for unroll in (4, 8):
+            jobs.append(("reduce_sum", "columns", (dt, "float32", vec, unroll)))
+        jobs.append(("reduce_sum", "columns", ("float32", dt, 1)))  # the second pass
+
+
+def run_columns(kernels):
+    """Sum over dim 0 of 8192 x 8192 in two passes (S segments of partials,
+    then their sum), at several S around the planner's (9 float32, 17 bf16)."""
+    print(f"{'dtype':9s} {'unroll':6s} {'S':>3s} {'us':>8s} {'GB/s':>6s}  ok   | nvidia_us torch_us")
+    for dt_name in ("float32", "bfloat16"):
+        dt = getattr(torch, dt_name)
+        second = kernels[("reduce_sum", "columns", ("float32", dt_name, 1))]
+        x = torch.randn(1, 8192, 8192, device="cuda", dtype=dt)
+        ref = x.double().sum(1)
+        out = torch.empty(1, 1, 8192, device="cuda", dtype=dt)
+        nv = nvt(lambda: oprt.reduce_sum_(out[0, 0], x[0], 0, backend="nvidia"))
+        tt = timeit(lambda: torch.sum(x[0], 0, out=out[0, 0]))
+        for (op, fac, args), k in kernels.items():
+            if args[0] != dt_name or args[1] != "float32":
+                continue
+            for S in (5, 9, 17, 33, 66):
+                partials = torch.full((1, S, 8192), float("nan"), device="cuda")
+                out.fill_(float("nan"))
+                k(x, partials); second(partials, out)
+                ok = torch.allclose(out.double(), ref, rtol=1e-2, atol=5e-1)
+                us = timeit(lambda: (k(x, partials), second(partials, out)))
+                print(f"{dt_name:9s} {args[3]:<6d} {S:3d} {us:8.1f} {x.numel() * x.element_size() / us / 1e3:6.0f}  "
+                      f"{'ok' if ok else 'BAD':4s} | {nv:8.1f} {tt:8.1f}", flush=True)
 
 
 def timed_shape(job):
@@ -70,6 +103,8 @@ def ragged_shapes(job):
 kernels = {j: build(*j) for j in jobs}
 if COMPILE_ONLY:
     print(len(kernels), "compiled"); sys.exit()
+if FAMILY == "columns":
+    run_columns(kernels); sys.exit()
 dev = "cuda"
 print(f"{'op':10s} {'dtype':9s} args                 shape          us   GB/s   ok   | nvidia_us torch_us")
 for (op, fac, args), k in kernels.items():

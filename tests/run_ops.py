@@ -46,7 +46,7 @@ import torch  # noqa: E402
 
 from operator_runtime import backend_unavailable_reason  # noqa: E402
 from operator_runtime_testing.benchmark import (TimingConfig, cpu_busy_fraction,  # noqa: E402
-                                                device_info, measure_copy_ceiling)
+                                                device_info, flush_mode, measure_copy_ceiling)
 from operator_runtime_testing.performance import (BUSY_LIMIT, NOISY_SPREAD, PerformanceResult,  # noqa: E402
                                                   TableFormatter, dtype_name, speedup_summary, write_json)
 
@@ -176,6 +176,10 @@ def run_bench(ops, backend, device_type, args):
     ceiling = measure_copy_ceiling(device, config=config)
     print(f"[bench] copy ceiling (torch copy_ of {ceiling['buffer_bytes'] / 2**20:.0f} MiB, read+write, "
           f"measured now): {ceiling['gbps']:.1f} GB/s (median {ceiling['median_us']:.0f} us)", flush=True)
+    if device_type == "cuda":
+        info["l2_flush"] = flush_mode()
+        print(f"[bench] L2 flushed before every timed call by a {info['l2_flush']} of a large buffer "
+              "(OPRT_BENCH_FLUSH=read|write; see operator_runtime_testing/benchmark.py)", flush=True)
     if args.torch_compile and device_type != "cuda":
         print("[bench] --torch-compile applies to CUDA runs only; ignored", flush=True)
 

@@ -459,6 +459,7 @@ DETERMINISM_CASES = [
     ("sum-columns-2^22x8", lambda x, b: oprt.reduce_sum(x, 0, backend=b), (1 << 22, 8), torch.float32),
     ("sum-square-all", lambda x, b: oprt.reduce_sum(x, None, backend=b), SQUARE, torch.float16),
     ("softmax-4x2^20", lambda x, b: oprt.softmax(x, -1, backend=b), (4, 1 << 20), torch.float32),
+    ("softmax-split-200x140001", lambda x, b: oprt.softmax(x, -1, backend=b), (200, 140001), torch.float32),
     ("softmax-cluster-64x100000", lambda x, b: oprt.softmax(x, -1, backend=b), (64, 100000), torch.float32),
     ("softmax-2^20x4-dim0", lambda x, b: oprt.softmax(x, 0, backend=b), (1 << 20, 4), torch.float32),
     ("softmax-rows-bf16", lambda x, b: oprt.softmax(x, -1, backend=b), (8192, 4096), torch.bfloat16),
