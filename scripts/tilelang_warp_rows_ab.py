@@ -74,7 +74,7 @@ def run_columns(kernels):
         nv = nvt(lambda: oprt.reduce_sum_(out[0, 0], x[0], 0, backend="nvidia"))
         tt = timeit(lambda: torch.sum(x[0], 0, out=out[0, 0]))
         for (op, fac, args), k in kernels.items():
-            if args[0] != dt_name or args[1] != "float32":
+            if len(args) != 4 or args[0] != dt_name:
                 continue
             for S in (5, 9, 17, 33, 66):
                 partials = torch.full((1, S, 8192), float("nan"), device="cuda")

@@ -7,11 +7,14 @@
 
 namespace oprt::nvidia {
 
+// identity(): op(x, identity()) == x.
 struct SumOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+  __device__ __forceinline__ float identity() const { return 0.0f; }
 };
 struct MaxOp {  // fmaxf drops NaN; callers let NaN reach the output through the sum
   __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+  __device__ __forceinline__ float identity() const { return -INFINITY; }
 };
 
 // Shared memory needed by group_allreduce: one float per warp of the block.
@@ -38,16 +41,28 @@ __device__ __forceinline__ float group_allreduce(float v, Op op, float* warp_slo
 }
 
 // The same over the whole block (any multiple of 32 threads, runtime size).
-template <class Op>
+// The warps' results are combined in a pass over their slots, or with
+// kShuffleTree by a second shuffle tree (lane w holds warp w's, the rest
+// the identity): 5 steps where the pass is a chain of up to 32 dependent
+// shared-memory reads, at the cost of registers (16-bit softmax rows: 96 ->
+// 128, spilling). Each tree step combines a and b on one lane and b and a
+// on its partner, bitwise the same for + and fmaxf: every thread gets the
+// same result.
+template <bool kShuffleTree = false, class Op>
 __device__ __forceinline__ float block_allreduce(float v, Op op, float* warp_slots) {
   v = group_allreduce<32>(v, op, warp_slots);
   const int warps = blockDim.x / 32;
   if (warps == 1) return v;
   if (threadIdx.x % 32 == 0) warp_slots[threadIdx.x / 32] = v;
   __syncthreads();
-  v = warp_slots[0];
-  for (int w = 1; w < warps; ++w) v = op(v, warp_slots[w]);
-  __syncthreads();
+  if constexpr (kShuffleTree) {
+    const int lane = threadIdx.x % 32;
+    v = group_allreduce<32>(lane < warps ? warp_slots[lane] : op.identity(), op, warp_slots);
+  } else {
+    v = warp_slots[0];
+    for (int w = 1; w < warps; ++w) v = op(v, warp_slots[w]);
+  }
+  __syncthreads();  // the slots are reused by the next call
   return v;
 }
 

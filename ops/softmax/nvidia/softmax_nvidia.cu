@@ -25,6 +25,7 @@
 #include <cuda/ptx>
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <type_traits>
 
@@ -219,7 +220,9 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
 #pragma unroll
       for (int e = 0; e < VEC; ++e) m = fmaxf(m, x[e]);
     }
-    m = G ? group_allreduce<(G ? G : 1)>(m, MaxOp{}, slots) : block_allreduce(m, MaxOp{}, slots);
+    // Blocks of up to 1024 threads combine their 32 warps by a shuffle tree.
+    constexpr bool kTree = max_row_block<T, NV>() > 512;
+    m = G ? group_allreduce<(G ? G : 1)>(m, MaxOp{}, slots) : block_allreduce<kTree>(m, MaxOp{}, slots);
     m = cluster_allreduce<C>(m, MaxOp{}, &cluster_max);
     // exp(x - max) is kept in float registers when they hold it (float32,
     // or 16-bit with at most 4 slots); 8 slots of 16-bit keep only the
@@ -238,7 +241,7 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
         if constexpr (kKeepExp) kept[j][e] = x[e];
       }
     }
-    s = G ? group_allreduce<(G ? G : 1)>(s, SumOp{}, slots) : block_allreduce(s, SumOp{}, slots);
+    s = G ? group_allreduce<(G ? G : 1)>(s, SumOp{}, slots) : block_allreduce<kTree>(s, SumOp{}, slots);
     // The cluster's second sync also tells every block that the others are
     // done reading cluster_max, so the next row may overwrite it.
     s = cluster_allreduce<C>(s, SumOp{}, &cluster_sum);
@@ -684,16 +687,23 @@ int64_t ceil_pow2(int64_t x) {
   return p;
 }
 
-// The shared memory a resident block holds its chunk in (set on the kernel
-// for the current device); the kernel's static shared memory comes first.
+// The shared memory a resident block holds its chunk in, set on the kernel
+// once per device (the kernel's static shared memory comes first).
 template <class T, class Index>
 size_t resident_cache_bytes() {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<size_t> set_on[kMaxDevices] = {};  // bytes, per device; 0: not yet
+  int device = 0;
+  OPRT_CUDA_CHECK(cudaGetDevice(&device));
+  const bool known = device >= 0 && device < kMaxDevices;
+  if (known && set_on[device].load() != 0) return set_on[device].load();
   const auto kernel = softmax_resident_kernel<T, Index>;
   cudaFuncAttributes attributes = {};
   OPRT_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
   const int64_t room = current_device_info().max_smem_per_block_optin - static_cast<int64_t>(attributes.sharedSizeBytes);
   const size_t bytes = static_cast<size_t>(std::clamp<int64_t>(room, 0, int64_t{kMaxPieces} * kPieceVectors * 16) / 16 * 16);
   OPRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  if (known) set_on[device].store(bytes);
   return bytes;
 }
 
@@ -748,14 +758,16 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       return element_size == 4 && slots == 4 ? max_row_block<float, 4>() : max_row_block<half, 8>();
     };
     // Vector slots per thread: 2 for short rows (more threads per row);
-    // 16-bit rows a block holds with 4 take 4, so exp(x - max) stays in
-    // float registers (one exp per element instead of two); else 8. Float32
-    // rows with 4 (up to 1024 threads, OPRT_TUNE_SOFTMAX_SLOTS=4) ran slower
-    // on the H200: 16384^2 687 vs 616 us, 8192^2 141 vs 139.
+    // float32 rows a warp holds with 8 take 8; other rows a block holds with
+    // 4 take 4: 16-bit rows then keep exp(x - max) in float registers (one
+    // exp per element instead of two), float32 rows get up to 1024 threads,
+    // 32 warps per SM where 8 slots left 16 (H200, scripts/nvidia_ab.py:
+    // 16384^2 596 vs 615 us, 8192^2 137 vs 139; with the serial combine of
+    // 32 warps' results block_allreduce had before, 687 and 141).
     int64_t nv = 8;
     if (vectors <= 2 * 32) {
       nv = 2;
-    } else if (element_size < 4 && ceil_div(vectors, 4) <= max_block(4)) {
+    } else if (!(element_size == 4 && ceil_div(vectors, 8) <= 32) && ceil_div(vectors, 4) <= max_block(4)) {
       nv = 4;
     }
     const int64_t forced = tuned("SOFTMAX_SLOTS", nv);
