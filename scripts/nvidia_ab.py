@@ -51,6 +51,7 @@ REDUCE_CASES = [
     ("large_16384x16384", (16384, 16384), -1, ("float32", "bfloat16")),
     ("long_4x4M", (4, 4 * 1024 * 1024), -1, ("float32", "bfloat16")),
     ("scalar_64M", (64 * 1024 * 1024,), None, ("float32", "bfloat16")),
+    ("dim0_8192x8192", (8192, 8192), 0, ("float32", "bfloat16")),
 ]
 REDUCE_CONFIGS = [
     ("planned", {}),
@@ -62,6 +63,10 @@ REDUCE_CONFIGS = [
     ("unroll8_tpr32", {"REDUCE_UNROLL": 8, "REDUCE_MAX_TPR": 32}),
     ("waves1", {"REDUCE_WAVES": 1}),
     ("waves8", {"REDUCE_WAVES": 8}),
+    ("splits_half", {"REDUCE_SPLIT_QUARTERS": 4}),      # split rows / scalars at 1 resident grid
+    ("splits_quarter", {"REDUCE_SPLIT_QUARTERS": 2}),   # ~528 blocks of 256, as TileLang's scalar sum
+    ("columns_half", {"REDUCE_COLUMN_QUARTERS": 4}),
+    ("columns_double", {"REDUCE_COLUMN_QUARTERS": 16}),
 ]
 
 

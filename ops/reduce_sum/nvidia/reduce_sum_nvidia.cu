@@ -335,7 +335,8 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     for (int k = 0; k < d->plane_layout.ndim; ++k)
       d->rows_aligned &= (d->plane_layout.strides[1][k] * element_size) % 16 == 0;
     const int64_t tiles = d->planes * d->col_tiles;
-    const int64_t target_blocks = resident_threads() / kColumnsThreads * 2;
+    // Blocks to aim the splits at: 2 resident grids (in quarter grids, for A/B runs).
+    const int64_t target_blocks = resident_threads() / kColumnsThreads * tuned("REDUCE_COLUMN_QUARTERS", 8) / 4;
     const int64_t min_rows_per_split = int64_t{d->ty} * kUnroll * 4;
     const int64_t max_splits = std::max<int64_t>(1, d->reduced_numel / min_rows_per_split);
     d->splits = std::min(max_splits, ceil_div(target_blocks, tiles));
@@ -365,9 +366,10 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
   const int64_t one_round = std::max<int64_t>(1, per_run / d->unroll);
   const int64_t tpr = std::min<int64_t>(one_round, std::max<int64_t>(32, one_round / min_rounds));
   d->tpr = static_cast<int>(std::clamp<int64_t>(floor_pow2(tpr), 1, tuned("REDUCE_MAX_TPR", kRowsBlock)));
-  // Split when the outputs cannot fill the GPU and each piece still gets
-  // at least kMinRounds rounds of loads per thread.
-  const int64_t want = ceil_div(resident_threads() * 2, d->rows * d->tpr);
+  // Split when the outputs cannot fill 2 resident grids of threads (in
+  // quarter grids, for A/B runs) and each piece still gets at least
+  // kMinRounds rounds of loads per thread.
+  const int64_t want = ceil_div(resident_threads() * tuned("REDUCE_SPLIT_QUARTERS", 8) / 4, d->rows * d->tpr);
   if (want > 1) {
     const int64_t units = d->runs == 1 ? d->run_length : d->runs;
     const int64_t min_unit = d->runs == 1 ? int64_t{d->tpr} * (rows_contiguous ? vec : 1) * d->unroll * min_rounds : 1;
