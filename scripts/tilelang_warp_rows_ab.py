@@ -9,6 +9,9 @@ and torch, each first checked against torch on ragged shapes.
               16384x16384 (H200: docs/data/tilelang-h200-2026-12-02f-block-rows-ab.txt)
   columns     reduce_sum columns (dim 0) with 4 or 8 rows of loads in flight,
               at 5..66 segments, float32 and bf16; timed at 8192x8192
+              (H200: docs/data/tilelang-h200-2026-12-02f-columns-ab.txt);
+              then softmax over dim 0 (column_stats + column_apply) at
+              5..66 segments (not yet run on a GPU)
 
 Timing: the benchmark harness (operator_runtime_testing.benchmark.measure).
 
@@ -59,6 +62,32 @@ else:
         for unroll in (4, 8):
             jobs.append(("reduce_sum", "columns", (dt, "float32", vec, unroll)))
         jobs.append(("reduce_sum", "columns", ("float32", dt, 1)))  # the second pass
+        jobs.append(("softmax", "column_stats", (dt, vec)))
+        jobs.append(("softmax", "column_apply", (dt, vec)))
+
+
+def run_softmax_columns(kernels):
+    """Softmax over dim 0 of 8192 x 8192 (stats pass, then apply), at several
+    S around the planner's (9 float32, 17 bf16)."""
+    print(f"{'dtype':9s} {'S':>3s} {'us':>8s} {'GB/s':>6s}  ok   | nvidia_us torch_us")
+    for dt_name in ("float32", "bfloat16"):
+        dt = getattr(torch, dt_name)
+        vec = 16 // dt.itemsize
+        stats_k = kernels[("softmax", "column_stats", (dt_name, vec))]
+        apply_k = kernels[("softmax", "column_apply", (dt_name, vec))]
+        x = torch.randn(1, 8192, 8192, device="cuda", dtype=dt)
+        ref = torch.softmax(x.double(), 1)
+        out = torch.empty_like(x)
+        nv = nvt(lambda: oprt.softmax_(out[0], x[0], 0, backend="nvidia"))
+        tt = timeit(lambda: torch._softmax(x[0], 0, False))
+        for S in (5, 9, 17, 33, 66):
+            stats = torch.empty(2, 1, S, 8192, device="cuda")
+            out.fill_(float("nan"))
+            stats_k(x, stats); apply_k(x, stats, out)
+            ok = torch.allclose(out.double(), ref, rtol=1e-2 if dt != torch.float32 else 1e-5, atol=1e-6)
+            us = timeit(lambda: (stats_k(x, stats), apply_k(x, stats, out)))
+            print(f"{dt_name:9s} {S:3d} {us:8.1f} {2 * x.numel() * x.element_size() / us / 1e3:6.0f}  "
+                  f"{'ok' if ok else 'BAD':4s} | {nv:8.1f} {tt:8.1f}", flush=True)
 
 
 def run_columns(kernels):
@@ -74,7 +103,7 @@ def run_columns(kernels):
         nv = nvt(lambda: oprt.reduce_sum_(out[0, 0], x[0], 0, backend="nvidia"))
         tt = timeit(lambda: torch.sum(x[0], 0, out=out[0, 0]))
         for (op, fac, args), k in kernels.items():
-            if len(args) != 4 or args[0] != dt_name:
+            if fac != "columns" or len(args) != 4 or args[0] != dt_name:
                 continue
             for S in (5, 9, 17, 33, 66):
                 partials = torch.full((1, S, 8192), float("nan"), device="cuda")
@@ -104,7 +133,7 @@ kernels = {j: build(*j) for j in jobs}
 if COMPILE_ONLY:
     print(len(kernels), "compiled"); sys.exit()
 if FAMILY == "columns":
-    run_columns(kernels); sys.exit()
+    run_columns(kernels); run_softmax_columns(kernels); sys.exit()
 dev = "cuda"
 print(f"{'op':10s} {'dtype':9s} args                 shape          us   GB/s   ok   | nvidia_us torch_us")
 for (op, fac, args), k in kernels.items():
