@@ -10,8 +10,8 @@
 # BACKEND defaults to nvidia; KERNEL_REGEX to our kernels (the nvidia ones
 # live in namespace oprt; pass a regex for TileLang's, e.g. 'softmax_|sum_').
 # Needs ncu on PATH (the H200 image has it) and the library built. Clocks are
-# left alone (--clock-control none). Written 2026-12-02 after the session's
-# device time was spent: not yet run on the H200.
+# left alone (--clock-control none). Its H200 output for the split softmax:
+# docs/data/nvidia-h200-2026-12-02e-ncu-softmax-split-bf16.txt.
 set -euo pipefail
 [[ $# -ge 3 ]] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 op=$1 case=$2 dtype=$3 backend=${4:-nvidia} kernels=${5:-}
