@@ -163,8 +163,12 @@ def flush_mode() -> str:
     return mode
 
 
+def _device_key(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
 def _flush_buffer(device: torch.device) -> torch.Tensor:
-    key = device.index if device.index is not None else torch.cuda.current_device()
+    key = _device_key(device)
     if key not in _FLUSH_BUFFERS:
         size = max(256 * 2**20, 4 * l2_cache_bytes(device))
         _FLUSH_BUFFERS[key] = torch.zeros(size // 4, dtype=torch.float32, device=device)
@@ -184,7 +188,7 @@ _SPIN_CYCLES_PER_US: dict = {}
 
 def _spin_cycles_per_us(device: torch.device) -> float:
     """Clock cycles per microsecond of torch.cuda._sleep, measured once."""
-    key = device.index if device.index is not None else torch.cuda.current_device()
+    key = _device_key(device)
     if key not in _SPIN_CYCLES_PER_US:
         cycles = 2_000_000
         _SPIN_CYCLES_PER_US[key] = cycles / (_event_ms(lambda: torch.cuda._sleep(cycles), 3) * 1e3)

@@ -72,6 +72,9 @@ class StreamDeviceGuard {
   int device_ = 0;
 };
 
+// Device indices past this are refused (per-device tables are this long).
+constexpr int kMaxDevices = 64;
+
 // Facts about the current device, read once per device.
 struct DeviceInfo {
   int sm_count = 0;

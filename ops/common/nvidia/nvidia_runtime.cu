@@ -8,7 +8,6 @@
 namespace oprt::nvidia {
 
 const DeviceInfo& current_device_info() {
-  constexpr int kMaxDevices = 64;
   static DeviceInfo infos[kMaxDevices];
   static std::once_flag once[kMaxDevices];
   int device = 0;

@@ -691,20 +691,29 @@ int64_t ceil_pow2(int64_t x) {
 // once per device (the kernel's static shared memory comes first).
 template <class T, class Index>
 size_t resident_cache_bytes() {
-  constexpr int kMaxDevices = 64;
   static std::atomic<size_t> set_on[kMaxDevices] = {};  // bytes, per device; 0: not yet
+  const DeviceInfo& info = current_device_info();       // (fails for a device index past kMaxDevices)
   int device = 0;
   OPRT_CUDA_CHECK(cudaGetDevice(&device));
-  const bool known = device >= 0 && device < kMaxDevices;
-  if (known && set_on[device].load() != 0) return set_on[device].load();
+  if (const size_t bytes = set_on[device].load()) return bytes;
   const auto kernel = softmax_resident_kernel<T, Index>;
   cudaFuncAttributes attributes = {};
   OPRT_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  const int64_t room = current_device_info().max_smem_per_block_optin - static_cast<int64_t>(attributes.sharedSizeBytes);
+  const int64_t room = info.max_smem_per_block_optin - static_cast<int64_t>(attributes.sharedSizeBytes);
   const size_t bytes = static_cast<size_t>(std::clamp<int64_t>(room, 0, int64_t{kMaxPieces} * kPieceVectors * 16) / 16 * 16);
   OPRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  if (known) set_on[device].store(bytes);
+  set_on[device].store(bytes);
   return bytes;
+}
+
+// Cuts every row into `splits` chunks of whole vectors, about `blocks` in
+// all and none shorter than `min_chunk` elements (unless the row is); the
+// workspace holds a (max, sum) per chunk.
+void plan_chunks(SoftmaxNvidia& d, int64_t blocks, int64_t min_chunk, int vec) {
+  d.splits = std::clamp<int64_t>(blocks / d.nrows, 1, std::max<int64_t>(1, d.length / min_chunk));
+  d.chunk = ceil_div(ceil_div(d.length, d.splits), vec) * vec;
+  d.splits = ceil_div(d.length, d.chunk);
+  d.workspace_bytes = static_cast<size_t>(d.nrows * d.splits) * sizeof(Stats);
 }
 
 // Few long rows: one chunk per block of a one-block-per-SM cooperative grid.
@@ -721,12 +730,8 @@ void plan_resident(SoftmaxNvidia& d, int vec) {
       d.cache_vectors = std::clamp<int64_t>(tuned("SOFTMAX_RESIDENT_CACHE", room), 0, room);
     });
   });
-  // Chunks of at least a round of loads of the block, at most one per block.
-  const int64_t min_chunk = int64_t{kResidentThreads} * vec * kResidentUnroll;
-  d.splits = std::clamp<int64_t>(d.grid / d.nrows, 1, std::max<int64_t>(1, d.length / min_chunk));
-  d.chunk = ceil_div(ceil_div(d.length, d.splits), vec) * vec;
-  d.splits = ceil_div(d.length, d.chunk);
-  d.workspace_bytes = static_cast<size_t>(d.nrows * d.splits) * sizeof(Stats);
+  // At most one chunk per block, each at least a round of the block's loads.
+  plan_chunks(d, d.grid, int64_t{kResidentThreads} * vec * kResidentUnroll, vec);
 }
 
 SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src, int32_t dim) {
@@ -829,11 +834,7 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     // block's extra task then costs at most 1/8 more time); a task is at
     // least one round of loads of the whole block.
     const int64_t per_block = d->nrows <= d->grid ? 1 : 8;
-    const int64_t min_chunk = int64_t{kSplitThreads} * vec * 4;
-    d->splits = std::clamp<int64_t>(per_block * d->grid / d->nrows, 1, std::max<int64_t>(1, d->length / min_chunk));
-    d->chunk = ceil_div(ceil_div(d->length, d->splits), vec) * vec;
-    d->splits = ceil_div(d->length, d->chunk);
-    d->workspace_bytes = static_cast<size_t>(d->nrows * d->splits) * sizeof(Stats);
+    plan_chunks(*d, per_block * d->grid, int64_t{kSplitThreads} * vec * 4, vec);
     return d;
   }
   // columns: the rows layout's innermost dim are the columns (strided if not contiguous).

@@ -18,6 +18,7 @@ import time
 import torch
 
 import operator_runtime as oprt
+from operator_runtime_testing.benchmark import TimingConfig, measure
 
 M = 2**20
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
@@ -73,7 +74,6 @@ def torch_call(op, inputs, params):
 def time_it(fn):
     """Median device time per call, by the benchmark harness (L2 flushed
     before each call; host enqueue time kept out of the interval)."""
-    from operator_runtime_testing.benchmark import TimingConfig, measure
     return measure({"call": fn}, "cuda", TimingConfig(min_time=0.05, max_reps=100))["call"].median_us
 
 
