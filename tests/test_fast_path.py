@@ -3,10 +3,12 @@ the same signature skips validation and planning. It must give the slow
 path's results, notice every signature change, keep refusing bad calls
 (partial overlap depends on data pointers, not on the signature), survive
 a destroyed descriptor or a cleared cache, stay bounded, and reuse the
-workspace buffer only where that is safe."""
+workspace buffer only where that is safe. Every test runs twice: with the
+compiled fast path (fast_call.c) and with the same steps in Python."""
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -59,6 +61,19 @@ REFERENCES = {
     "softmax": lambda x: torch.softmax(x[0], -1),
 }
 BACKEND = [None]  # set per test by the `named` fixture
+
+
+@pytest.fixture(autouse=True, params=["native", "python"])
+def engine_path(request, monkeypatch):
+    """The fast path in C (fast_call.c) or in Python (OPRT_FAST_CALL=0's)."""
+    if request.param == "python":
+        monkeypatch.setattr(engine, "_NATIVE_CALL", None)
+        monkeypatch.setattr(engine, "_NATIVE_RUN", None)
+    elif engine._NATIVE_CALL is None:
+        pytest.skip("the fast_call extension is not built or OPRT_FAST_CALL=0")
+    DESCRIPTOR_CACHE.clear()
+    yield request.param
+    DESCRIPTOR_CACHE.clear()
 
 
 @pytest.fixture
@@ -343,6 +358,7 @@ def test_python_descriptor_gets_the_broadcast_views(named, device, monkeypatch):
 
     if cls is backends_module.CDescriptor:
         monkeypatch.setattr(cls, "c_execute", property(lambda self: None))
+        monkeypatch.setattr(cls, "execute_address", property(lambda self: None))
     monkeypatch.setattr(cls, "execute", recording)
     DESCRIPTOR_CACHE.clear()
     a, b = _randn((4, 5), device), _randn((5,), device, seed=1)
@@ -361,3 +377,114 @@ def test_destroyed_python_descriptor_is_noticed():
     assert engine._alive(SimpleNamespace(_destroyed=False)) is True
     assert engine._alive(SimpleNamespace(alive=False)) is False
     assert engine._alive(object()) is True
+
+
+def test_fast_call_extension_is_built(engine_path):
+    """A build with Python's headers compiles fast_call.c; the API loads it."""
+    import sysconfig
+    from pathlib import Path
+
+    from operator_runtime._internal import library
+
+    if engine_path == "python":
+        pytest.skip("checked once")
+    if os.environ.get("OPRT_FAST_CALL") == "0":
+        pytest.skip("OPRT_FAST_CALL=0")
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
+        pytest.skip("this Python has no headers, so the build could not compile fast_call.c")
+    assert library.fast_call_module() is not None
+
+
+# (inputs, params, out) -> a call of each op's Operator, for key comparisons
+def _key_cases(device):
+    from operator_runtime.ops.copy import _COPY
+    from operator_runtime.ops.reduce_sum import _REDUCE_SUM
+    from operator_runtime.ops.softmax import _SOFTMAX
+    from operator_runtime.ops.vector_add import _VECTOR_ADD
+
+    x, y = _randn((3, 4), device), _randn((4,), device, seed=1)
+    return [
+        (_COPY, (x,), (), None, None),
+        (_COPY, (x.t(),), (), torch.empty(4, 3, device=device, dtype=torch.float16), "cpu"),
+        (_VECTOR_ADD, (x, y), (), None, None),
+        (_VECTOR_ADD, (x, y), (), torch.empty(3, 4, device=device), None),
+        (_SOFTMAX, (x,), (-1,), None, None),
+        (_SOFTMAX, (x,), (True,), None, None),
+        (_REDUCE_SUM, (x,), ((0, 1), False), None, None),
+        (_REDUCE_SUM, (x,), ((0, True), 1), None, None),
+        (_REDUCE_SUM, (x,), (None, True), torch.empty(1, 1, device=device), None),
+    ]
+
+
+def test_native_key_is_the_python_key(engine_path, named, device):
+    """fast_call.c must build exactly operator.py's signature key, or the
+    entries one side records would never serve the other."""
+    if engine_path == "python":
+        pytest.skip("compares the C key with the Python one")
+    DESCRIPTOR_CACHE.clear()
+    for op, inputs, params, out, backend in _key_cases(device):
+        key = engine._NATIVE_CALL(op, out, inputs, params, backend)  # nothing cached: the key comes back
+        assert type(key) is tuple and key == op._call_key(out, inputs, params, backend), (op.name, params)
+    # arguments without a key: None (the slow path explains them)
+    from operator_runtime.ops.softmax import _SOFTMAX
+
+    assert engine._NATIVE_CALL(_SOFTMAX, None, ([1.0],), (-1,), None) is None
+    assert engine._NATIVE_CALL(_SOFTMAX, None, (_randn((2, 2), device),), ([0],), None) is None
+
+
+def test_native_path_runs_without_the_python_launch(engine_path, named, device, monkeypatch):
+    """A repeated call and a prepared run launch from C: CDescriptor.run is
+    never reached."""
+    from operator_runtime._internal import backends as backends_module
+
+    if engine_path == "python":
+        pytest.skip("checks the C launch")
+    if named not in ("cpu", "nvidia"):
+        pytest.skip("C descriptors only")
+    x = _randn((4, 5), device)
+    out = torch.empty(4, 5, device=device)
+    expected = oprt.softmax(x, backend=named)
+    oprt.softmax_(out, x, backend=named)
+    prepared = oprt.prepare_softmax(torch.empty(4, 5, device=device), x, backend=named)
+    calls = []
+
+    def recording(function):
+        def wrapper(*args):
+            calls.append(1)
+            return function(*args)
+        return wrapper
+
+    # every way the Python paths reach the C execute entry point
+    monkeypatch.setattr(backends_module.CDescriptor, "run", recording(backends_module.CDescriptor.run))
+    for entry in DESCRIPTOR_CACHE.calls.values():
+        if entry.c_execute is not None:
+            monkeypatch.setattr(entry, "c_execute", recording(entry.c_execute))
+    if prepared._c_execute is not None:
+        monkeypatch.setattr(prepared, "_c_execute", recording(prepared._c_execute))
+    assert_bitwise_equal(oprt.softmax(x, backend=named), expected)
+    assert oprt.softmax_(out, x, backend=named) is out
+    assert prepared.run() is prepared.out
+    assert_bitwise_equal(out, expected)
+    assert_bitwise_equal(prepared.out, expected)
+    assert not calls, "a call went through the Python launch"
+
+
+def test_native_launch_failure_raises_the_library_error(engine_path, named, device):
+    """A failed execute status becomes the library's error (here: a softmax
+    descriptor handed to copy's execute entry point, which checks the tag)."""
+    from operator_runtime.errors import OperatorRuntimeError
+
+    if engine_path == "python":
+        pytest.skip("drives fast_call.c directly")
+    x = _randn((4, 5), device)
+    out = torch.empty(4, 5, device=device)
+    prepared = oprt.prepare_softmax(out, x, backend=named)
+    if prepared._native is None:
+        pytest.skip("not a C descriptor")
+    copy = oprt.prepare_copy(torch.empty(4, 5, device=device), x, backend=named)
+    record = list(prepared._native)
+    record[1] = copy._native[1]  # copy's execute entry point
+    out.fill_(float("nan"))
+    with pytest.raises(OperatorRuntimeError, match="not a live copy"):
+        engine._NATIVE_RUN(tuple(record), out, (x,))
+    assert torch.isnan(out).all(), "the failed launch wrote out"

@@ -49,6 +49,11 @@ class CDescriptor:
         return self._handle is not None
 
     @property
+    def execute_address(self) -> int:
+        """The address of the op's C execute entry point (for fast_call.c)."""
+        return self._functions.execute_address
+
+    @property
     def c_execute(self):
         """run(ws_ptr, ws_size, out, inputs, stream), for callers that keep
         the workspace as a raw pointer and size (the fast paths)."""
@@ -111,6 +116,7 @@ class COpFunctions:
         if missing:
             raise BackendUnavailableError(backend, f"this build has no {op} kernel ({missing[0]} is not exported)")
         self.create, self.workspace, self.execute, self.destroy = functions
+        self.execute_address = ctypes.cast(self.execute, ctypes.c_void_p).value
         self.execute_fast = _fast_execute(self.execute, num_inputs)
 
 
@@ -160,14 +166,14 @@ class CBackend:
     def raw_stream(self):
         """index -> the current cudaStream_t of that device, as one call into
         torch (None where this torch has no such entry point)."""
-        return _RAW_STREAM if self.device_type == "cuda" else None
+        return CUDA_RAW_STREAM if self.device_type == "cuda" else None
 
 
 # -- CUDA helpers for the per-call path (cheap private torch entry points when
 #    this torch build has them, the public API otherwise) ------------------------
 
-_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-_GET_DEVICE = getattr(torch._C, "_cuda_getDevice", None)
+CUDA_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+CUDA_GET_DEVICE = getattr(torch._C, "_cuda_getDevice", None)
 _IS_CAPTURING = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
 
 
@@ -176,13 +182,13 @@ def cuda_raw_stream(index) -> int:
     current on device `index` (None: the current device)."""
     if index is None:
         index = cuda_current_device()
-    if _RAW_STREAM is not None:
-        return _RAW_STREAM(index)
+    if CUDA_RAW_STREAM is not None:
+        return CUDA_RAW_STREAM(index)
     return torch.cuda.current_stream(index).cuda_stream
 
 
 def cuda_current_device() -> int:
-    return _GET_DEVICE() if _GET_DEVICE is not None else torch.cuda.current_device()
+    return CUDA_GET_DEVICE() if CUDA_GET_DEVICE is not None else torch.cuda.current_device()
 
 
 def cuda_is_capturing() -> bool:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import importlib
+import importlib.machinery
 import importlib.util
 import os
 from pathlib import Path
@@ -85,3 +87,30 @@ def check_status(status: int, function: str) -> None:
     """Raises OperatorRuntimeError unless `status` is OPRT_STATUS_SUCCESS."""
     if status != 0:
         raise OperatorRuntimeError(function, status, status_name(status), last_error())
+
+
+FAST_CALL_MODULE = "operator_runtime._internal._fast_call"
+
+
+def fast_call_module():
+    """The compiled fast path of the Python API (fast_call.c), or None when
+    it was not built (no Python headers at build time) or OPRT_FAST_CALL=0;
+    the same steps then run in Python. With $CAMP_BUILD_DIR it is taken from
+    that folder, like the library."""
+    if os.environ.get("OPRT_FAST_CALL", "1") == "0":
+        return None
+    build_dir = os.environ.get("CAMP_BUILD_DIR")
+    if not build_dir:
+        try:
+            return importlib.import_module(FAST_CALL_MODULE)
+        except ImportError:
+            return None
+    for folder in (Path(build_dir), Path(build_dir) / "lib"):
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            candidate = folder / f"_fast_call{suffix}"
+            if candidate.is_file():
+                spec = importlib.util.spec_from_file_location(FAST_CALL_MODULE, candidate)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                return module
+    return None

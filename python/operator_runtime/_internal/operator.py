@@ -30,7 +30,9 @@ from typing import Callable, Sequence
 import torch
 
 from ..backend import default_backend, parse_backend
-from .backends import backend_impl, cuda_current_device, cuda_is_capturing
+from .backends import (CUDA_GET_DEVICE, CUDA_RAW_STREAM, backend_impl, cuda_current_device,
+                       cuda_is_capturing)
+from .library import fast_call_module
 from .tensors import (_byte_span, require_dtype, require_no_partial_overlap, require_no_self_overlap,
                       require_tensor)
 
@@ -155,7 +157,7 @@ class _CallEntry:
 
     __slots__ = ("slot", "descriptor_key", "impl", "descriptor", "out_shape", "out_dtype", "device",
                  "workspace_size", "cuda_index", "raw_stream", "spans", "out_span", "like", "c_execute",
-                 "expand")
+                 "expand", "native")
 
     def __init__(self, slot, descriptor_key, impl, out, plan, inputs, given_out):
         self.slot = slot
@@ -200,10 +202,27 @@ class _CallEntry:
                     same = _signature(t) == _signature(out)
                     spans.append((index, lo - t.data_ptr(), hi - t.data_ptr(), same))
             self.spans = tuple(spans)
+        # What fast_call.c needs to serve this entry in C: a C descriptor
+        # without a workspace, on the CPU or with torch's raw-stream entry point.
+        self.native = None if self.workspace_size else _native_record(
+            self.descriptor, slot, self.like, self.cuda_index, self.out_span, self.spans, None, len(inputs))
 
     def new_out(self) -> torch.Tensor:
         return torch.empty(*self.out_shape, dtype=self.out_dtype, device=self.device) if self.out_shape else \
             torch.empty((), dtype=self.out_dtype, device=self.device)
+
+
+def _native_record(descriptor, slot, like, cuda_index, out_span, spans, workspace, num_inputs):
+    """What fast_call.c needs to launch a C descriptor (its run_record()
+    reads the fields by position), or None where it cannot: a descriptor
+    that is not a C one, an input count it has no call for, or a torch
+    without the raw-stream entry point."""
+    address = getattr(descriptor, "execute_address", None)
+    if address is None or not 1 <= num_inputs <= 3 or (cuda_index is not None and CUDA_RAW_STREAM is None):
+        return None
+    return (descriptor, address, slot, -1 if like is None else like, -1 if cuda_index is None else cuda_index,
+            out_span, spans, 0 if workspace is None else workspace.data_ptr(),
+            0 if workspace is None else workspace.numel())
 
 
 class _Workspaces(threading.local):
@@ -324,33 +343,42 @@ class Operator:
 
     def call(self, out, inputs: tuple, params: tuple, backend):
         # The fast path, kept flat: every line here is paid by every call.
-        try:
-            if params:
-                types = tuple(map(type, params))
-                if tuple in types:
-                    types = _param_types(params)
-            else:
-                types = ()
-            if len(inputs) == 1:
-                a, = inputs
-                if out is None:
-                    key = (self, backend, params, types, a.dtype, a.shape, a.stride(), a.device)
-                else:
-                    key = (self, backend, params, types, a.dtype, a.shape, a.stride(), a.device,
-                           out.dtype, out.shape, out.stride(), out.device)
-            elif len(inputs) == 2:
-                a, b = inputs
-                if out is None:
-                    key = (self, backend, params, types, a.dtype, a.shape, a.stride(), a.device,
-                           b.dtype, b.shape, b.stride(), b.device)
-                else:
-                    key = (self, backend, params, types, a.dtype, a.shape, a.stride(), a.device,
-                           b.dtype, b.shape, b.stride(), b.device, out.dtype, out.shape, out.stride(), out.device)
-            else:
-                key = self._call_key(out, inputs, params, backend)
+        if _NATIVE_CALL is not None:  # the steps below, in C, for entries with a native record
+            key = _NATIVE_CALL(self, out, inputs, params, backend)
+            if type(key) is not tuple:
+                if key is not None:
+                    return key  # the output: the call ran
+                return self._call_slow(out, inputs, params, backend, None)
             entry = _CALLS.get(key)
-        except Exception:  # the slow path says what is wrong with the arguments
-            key = entry = None
+        else:
+            try:
+                if params:
+                    types = tuple(map(type, params))
+                    if tuple in types:
+                        types = _param_types(params)
+                else:
+                    types = ()
+                if len(inputs) == 1:
+                    a, = inputs
+                    if out is None:
+                        key = (self, backend, params, types, a.dtype, a.shape, a.stride(), a.device)
+                    else:
+                        key = (self, backend, params, types, a.dtype, a.shape, a.stride(), a.device,
+                               out.dtype, out.shape, out.stride(), out.device)
+                elif len(inputs) == 2:
+                    a, b = inputs
+                    if out is None:
+                        key = (self, backend, params, types, a.dtype, a.shape, a.stride(), a.device,
+                               b.dtype, b.shape, b.stride(), b.device)
+                    else:
+                        key = (self, backend, params, types, a.dtype, a.shape, a.stride(), a.device,
+                               b.dtype, b.shape, b.stride(), b.device, out.dtype, out.shape, out.stride(),
+                               out.device)
+                else:
+                    key = self._call_key(out, inputs, params, backend)
+                entry = _CALLS.get(key)
+            except Exception:  # the slow path says what is wrong with the arguments
+                key = entry = None
         if entry is None:
             return self._call_slow(out, inputs, params, backend, key)
         if out is None:
@@ -437,6 +465,19 @@ DESCRIPTOR_CACHE = DescriptorCache()
 _CALLS = DESCRIPTOR_CACHE.calls  # the same dict object for the cache's whole life (clear() empties it)
 
 
+def _native_functions():
+    """fast_call.c's call() and run(), bound to this cache and torch's entry
+    points; (None, None) without the module."""
+    module = fast_call_module()
+    if module is None:
+        return None, None
+    module.configure(_CALLS, torch.Tensor, torch.empty_like, CUDA_RAW_STREAM, CUDA_GET_DEVICE)
+    return module.call, module.run
+
+
+_NATIVE_CALL, _NATIVE_RUN = _native_functions()
+
+
 class PreparedOp:
     """A descriptor bound to fixed shapes, strides, dtypes and params, with its
     workspace allocated once. ``run()`` executes on the prepared tensors;
@@ -460,6 +501,8 @@ class PreparedOp:
         self._c_execute = getattr(descriptor, "c_execute", None) if self._cuda_index is None else None
         self._ws = ((self._workspace.data_ptr(), self._workspace.numel()) if self._workspace is not None
                     else (None, 0))
+        self._native = None if self._empty or _NATIVE_RUN is None else _native_record(
+            descriptor, None, None, self._cuda_index, None, (), self._workspace, len(self._inputs))
 
     @property
     def backend(self) -> str:
@@ -483,6 +526,11 @@ class PreparedOp:
             out, inputs = self._rebind(out, inputs)
         if self._empty:
             return out
+        native = self._native
+        if native is not None:
+            ran = _NATIVE_RUN(native, out, inputs)
+            if ran is not None:
+                return ran
         execute = self._c_execute
         if execute is not None:
             if descriptor._handle is None:
@@ -525,7 +573,7 @@ class PreparedOp:
 
     def destroy(self) -> None:
         descriptor, self._descriptor = self._descriptor, None
-        self._workspace = None
+        self._workspace = self._native = None
         if descriptor is not None:
             descriptor.destroy()
 

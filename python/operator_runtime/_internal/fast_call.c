@@ -1,0 +1,318 @@
+/* The per-call fast path of Operator.call (operator.py) in C.
+ *
+ * A repeated op(x) / op_(out, x) call costs a few microseconds of Python
+ * bytecode and a ctypes call before the kernel launch; here the same steps
+ * run as C: build the call's signature key, find its _CallEntry, allocate or
+ * check out, and call the op's C execute entry point directly. operator.py
+ * stays the definition: it builds each entry's `native` record, and this
+ * module serves only entries that have one (a C descriptor without a
+ * workspace). Anything else returns to Python:
+ *
+ *   call(op, out, inputs, params, backend) ->
+ *     a tensor  the call ran;
+ *     a tuple   the signature key (no entry, no native record, another
+ *               device current, an overlapping out, ...): Python goes on
+ *               with its own fast path from that key;
+ *     None      the arguments have no key (not tensors, unhashable
+ *               params): Python's slow path says what is wrong.
+ *
+ * The key is exactly the tuple operator.py's call() builds, so entries
+ * recorded by either side serve both (tests/test_fast_path.py compares).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+
+typedef int (*Execute1)(void*, void*, size_t, void*, void*, void*);
+typedef int (*Execute2)(void*, void*, size_t, void*, void*, void*, void*);
+typedef int (*Execute3)(void*, void*, size_t, void*, void*, void*, void*, void*);
+
+enum { kMaxInputs = 3 };
+
+/* Set once by configure(). */
+static PyObject* calls;           /* the descriptor cache's call map: key -> _CallEntry */
+static PyObject* tensor_type;     /* torch.Tensor */
+static PyObject* empty_like;      /* torch.empty_like */
+static PyObject* raw_stream;      /* index -> current cudaStream_t (int), or None */
+static PyObject* current_device;  /* () -> current CUDA device index, or None */
+
+static PyObject *s_dtype, *s_shape, *s_stride, *s_device, *s_data_ptr, *s_handle, *s_used, *s_native,
+    *s_new_out, *s_check;
+
+/* tuple(map(type, params)), plus each tuple param's element types when a
+ * param is a tuple (operator.py's _param_types). */
+static PyObject* param_types(PyObject* params) {
+  const Py_ssize_t n = PyTuple_GET_SIZE(params);
+  Py_ssize_t extra = 0;
+  for (Py_ssize_t i = 0; i < n; ++i) extra += Py_IS_TYPE(PyTuple_GET_ITEM(params, i), &PyTuple_Type);
+  PyObject* types = PyTuple_New(n + extra);
+  if (types == NULL) return NULL;
+  Py_ssize_t at = n;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* p = PyTuple_GET_ITEM(params, i);
+    PyObject* type = (PyObject*)Py_TYPE(p);
+    Py_INCREF(type);
+    PyTuple_SET_ITEM(types, i, type);
+    if (!extra || !Py_IS_TYPE(p, &PyTuple_Type)) continue;
+    const Py_ssize_t m = PyTuple_GET_SIZE(p);
+    PyObject* inner = PyTuple_New(m);
+    if (inner == NULL) {
+      Py_DECREF(types);
+      return NULL;
+    }
+    for (Py_ssize_t j = 0; j < m; ++j) {
+      PyObject* t = (PyObject*)Py_TYPE(PyTuple_GET_ITEM(p, j));
+      Py_INCREF(t);
+      PyTuple_SET_ITEM(inner, j, t);
+    }
+    PyTuple_SET_ITEM(types, at++, inner);
+  }
+  return types;
+}
+
+/* Puts t's dtype, shape, stride() and device at key[at..at+3]. */
+static int put_signature(PyObject* key, Py_ssize_t at, PyObject* t) {
+  PyObject* dtype = PyObject_GetAttr(t, s_dtype);
+  if (dtype == NULL) return -1;
+  PyTuple_SET_ITEM(key, at, dtype);
+  PyObject* shape = PyObject_GetAttr(t, s_shape);
+  if (shape == NULL) return -1;
+  PyTuple_SET_ITEM(key, at + 1, shape);
+  PyObject* stride = PyObject_CallMethodNoArgs(t, s_stride);
+  if (stride == NULL) return -1;
+  PyTuple_SET_ITEM(key, at + 2, stride);
+  PyObject* device = PyObject_GetAttr(t, s_device);
+  if (device == NULL) return -1;
+  PyTuple_SET_ITEM(key, at + 3, device);
+  return 0;
+}
+
+/* (op, backend, params, types, per input: dtype, shape, stride, device,
+ * then the same four of out unless out is None). */
+static PyObject* call_key(PyObject* op, PyObject* out, PyObject* inputs, PyObject* params, PyObject* backend) {
+  if (!PyTuple_CheckExact(inputs) || !PyTuple_CheckExact(params)) return NULL;
+  const Py_ssize_t n = PyTuple_GET_SIZE(inputs);
+  PyObject* types = PyTuple_GET_SIZE(params) ? param_types(params) : PyTuple_New(0);
+  if (types == NULL) return NULL;
+  PyObject* key = PyTuple_New(4 + 4 * n + (out == Py_None ? 0 : 4));
+  if (key == NULL) {
+    Py_DECREF(types);
+    return NULL;
+  }
+  Py_INCREF(op);
+  PyTuple_SET_ITEM(key, 0, op);
+  Py_INCREF(backend);
+  PyTuple_SET_ITEM(key, 1, backend);
+  Py_INCREF(params);
+  PyTuple_SET_ITEM(key, 2, params);
+  PyTuple_SET_ITEM(key, 3, types);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (put_signature(key, 4 + 4 * i, PyTuple_GET_ITEM(inputs, i)) < 0) goto fail;
+  }
+  if (out != Py_None && put_signature(key, 4 + 4 * n, out) < 0) goto fail;
+  return key;
+fail:
+  Py_DECREF(key);  /* unset slots are NULL, which tuple dealloc skips */
+  return NULL;
+}
+
+/* t.data_ptr() as an address; -1 with an exception set on failure. */
+static int data_ptr(PyObject* t, intptr_t* address) {
+  PyObject* value = PyObject_CallMethodNoArgs(t, s_data_ptr);
+  if (value == NULL) return -1;
+  *address = (intptr_t)PyLong_AsVoidPtr(value);
+  Py_DECREF(value);
+  return PyErr_Occurred() ? -1 : 0;
+}
+
+/* callable() or callable(arg) as a C integer; -1 with an exception set on failure. */
+static int int_result(PyObject* callable, PyObject* arg, long long* value) {
+  PyObject* result = arg ? PyObject_CallOneArg(callable, arg) : PyObject_CallNoArgs(callable);
+  if (result == NULL) return -1;
+  *value = PyLong_AsLongLong(result);
+  Py_DECREF(result);
+  return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Whether a given out overlaps an input in a way the slow path refuses
+ * (operator.py: entry.spans). 1: yes, 0: no, -1: error. */
+static int overlaps(PyObject* record_out_span, PyObject* spans, PyObject* out, PyObject* inputs) {
+  intptr_t out_ptr;
+  if (data_ptr(out, &out_ptr) < 0) return -1;
+  const long long o0 = out_ptr + PyLong_AsLongLong(PyTuple_GET_ITEM(record_out_span, 0));
+  const long long o1 = out_ptr + PyLong_AsLongLong(PyTuple_GET_ITEM(record_out_span, 1));
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(spans); ++i) {
+    PyObject* span = PyTuple_GET_ITEM(spans, i);  /* (index, lo, hi, same) */
+    intptr_t ptr;
+    if (data_ptr(PyTuple_GET_ITEM(inputs, PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 0))), &ptr) < 0) return -1;
+    const long long lo = ptr + PyLong_AsLongLong(PyTuple_GET_ITEM(span, 1));
+    const long long hi = ptr + PyLong_AsLongLong(PyTuple_GET_ITEM(span, 2));
+    const int same = PyTuple_GET_ITEM(span, 3) == Py_True;
+    if (lo < o1 && o0 < hi && !(same && ptr == out_ptr)) return 1;
+  }
+  return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Runs a native record: (descriptor, execute address, slot or None, like,
+ * cuda index, out span, spans, workspace address, workspace bytes); see
+ * operator.py's native_record(). Returns out, NULL with an exception, or
+ * Py_None to hand back to Python (nothing was run). */
+static PyObject* run_record(PyObject* entry, PyObject* record, PyObject* out, PyObject* inputs) {
+  PyObject* descriptor = PyTuple_GET_ITEM(record, 0);
+  const Py_ssize_t n = PyTuple_GET_SIZE(inputs);
+  if (n < 1 || n > kMaxInputs) return Py_None;
+  PyObject* handle_object = PyObject_GetAttr(descriptor, s_handle);
+  if (handle_object == NULL) return NULL;
+  void* handle = handle_object == Py_None ? NULL : PyLong_AsVoidPtr(handle_object);
+  Py_DECREF(handle_object);
+  if (handle == NULL) return PyErr_Occurred() ? NULL : Py_None;  /* destroyed: Python makes a new one */
+  void* execute = PyLong_AsVoidPtr(PyTuple_GET_ITEM(record, 1));
+  const long cuda_index = PyLong_AsLong(PyTuple_GET_ITEM(record, 4));
+  void* workspace = PyLong_AsVoidPtr(PyTuple_GET_ITEM(record, 7));
+  const size_t workspace_bytes = PyLong_AsSize_t(PyTuple_GET_ITEM(record, 8));
+  if (PyErr_Occurred()) return NULL;
+  void* stream = NULL;
+  if (cuda_index >= 0) {
+    long long current, raw;
+    if (current_device == Py_None || raw_stream == Py_None) return Py_None;
+    if (int_result(current_device, NULL, &current) < 0) return NULL;
+    if (current != cuda_index) return Py_None;  /* Python switches devices around the launch */
+    if (int_result(raw_stream, PyTuple_GET_ITEM(record, 4), &raw) < 0) return NULL;
+    stream = (void*)(intptr_t)raw;
+  }
+  if (out == Py_None) {
+    const long like = PyLong_AsLong(PyTuple_GET_ITEM(record, 3));
+    PyObject* source = like >= 0 ? PyTuple_GET_ITEM(inputs, like) : NULL;
+    if (source != NULL && Py_TYPE(source) == (PyTypeObject*)tensor_type) {  /* a subclass may override it */
+      out = PyObject_CallOneArg(empty_like, source);
+    } else {
+      out = PyObject_CallMethodNoArgs(entry, s_new_out);
+    }
+    if (out == NULL) return NULL;
+  } else if (PyTuple_GET_SIZE(PyTuple_GET_ITEM(record, 6))) {
+    const int overlap = overlaps(PyTuple_GET_ITEM(record, 5), PyTuple_GET_ITEM(record, 6), out, inputs);
+    if (overlap != 0) return overlap < 0 ? NULL : Py_None;  /* Python's path raises the overlap error */
+    Py_INCREF(out);
+  } else {
+    Py_INCREF(out);
+  }
+  intptr_t pointers[1 + kMaxInputs];
+  if (data_ptr(out, &pointers[0]) < 0) goto fail;
+  for (Py_ssize_t i = 0; i < n; ++i)
+    if (data_ptr(PyTuple_GET_ITEM(inputs, i), &pointers[1 + i]) < 0) goto fail;
+  PyObject* slot = PyTuple_GET_ITEM(record, 2);
+  if (slot != Py_None && PyObject_SetAttr(slot, s_used, Py_True) < 0) goto fail;
+  int status;
+  Py_BEGIN_ALLOW_THREADS  /* as a ctypes call does: a CPU kernel may run long */
+  switch (n) {
+    case 1:
+      status = ((Execute1)execute)(handle, workspace, workspace_bytes, (void*)pointers[0], (void*)pointers[1], stream);
+      break;
+    case 2:
+      status = ((Execute2)execute)(handle, workspace, workspace_bytes, (void*)pointers[0], (void*)pointers[1], (void*)pointers[2],
+                                   stream);
+      break;
+    default:
+      status = ((Execute3)execute)(handle, workspace, workspace_bytes, (void*)pointers[0], (void*)pointers[1], (void*)pointers[2],
+                                   (void*)pointers[3], stream);
+      break;
+  }
+  Py_END_ALLOW_THREADS
+  if (status != 0) {  /* descriptor.check raises the library's error */
+    PyObject* code = PyLong_FromLong(status);
+    PyObject* checked = code ? PyObject_CallMethodOneArg(descriptor, s_check, code) : NULL;
+    Py_XDECREF(code);
+    if (checked == NULL) goto fail;
+    Py_DECREF(checked);
+  }
+  return out;
+fail:
+  Py_DECREF(out);
+  return NULL;
+}
+
+static PyObject* fast_call(PyObject* Py_UNUSED(module), PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 5) {
+    PyErr_SetString(PyExc_TypeError, "call(op, out, inputs, params, backend)");
+    return NULL;
+  }
+  PyObject *op = args[0], *out = args[1], *inputs = args[2], *params = args[3], *backend = args[4];
+  if (calls == NULL) Py_RETURN_NONE;
+  PyObject* key = call_key(op, out, inputs, params, backend);
+  if (key == NULL) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  PyObject* entry = PyDict_GetItemWithError(calls, key);  /* borrowed */
+  if (entry == NULL) {
+    if (PyErr_Occurred()) {  /* unhashable params */
+      PyErr_Clear();
+      Py_DECREF(key);
+      Py_RETURN_NONE;
+    }
+    return key;
+  }
+  Py_INCREF(entry);  /* another thread may evict it meanwhile */
+  PyObject* record = PyObject_GetAttr(entry, s_native);
+  PyObject* result = NULL;
+  if (record != NULL) {
+    result = PyTuple_CheckExact(record) ? run_record(entry, record, out, inputs) : Py_None;
+    Py_DECREF(record);
+  }
+  Py_DECREF(entry);
+  if (result == Py_None) return key;
+  Py_DECREF(key);
+  return result;
+}
+
+/* run(record, out, inputs): a prepared op's launch (operator.py PreparedOp.run):
+ * out, or None when Python must launch it (another device current, ...). */
+static PyObject* fast_run(PyObject* Py_UNUSED(module), PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3 || !PyTuple_CheckExact(args[0]) || args[1] == Py_None || !PyTuple_CheckExact(args[2])) {
+    PyErr_SetString(PyExc_TypeError, "run(record, out, inputs)");
+    return NULL;
+  }
+  PyObject* result = run_record(NULL, args[0], args[1], args[2]);
+  if (result == Py_None) Py_RETURN_NONE;
+  return result;
+}
+
+static PyObject* configure(PyObject* Py_UNUSED(module), PyObject* args) {
+  PyObject *c, *t, *e, *r, *d;
+  if (!PyArg_ParseTuple(args, "O!OOOO:configure", &PyDict_Type, &c, &t, &e, &r, &d)) return NULL;
+  Py_INCREF(c);
+  Py_INCREF(t);
+  Py_INCREF(e);
+  Py_INCREF(r);
+  Py_INCREF(d);
+  Py_XSETREF(calls, c);
+  Py_XSETREF(tensor_type, t);
+  Py_XSETREF(empty_like, e);
+  Py_XSETREF(raw_stream, r);
+  Py_XSETREF(current_device, d);
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"call", (PyCFunction)(void (*)(void))fast_call, METH_FASTCALL,
+     "call(op, out, inputs, params, backend): out, the signature key, or None (see fast_call.c)"},
+    {"run", (PyCFunction)(void (*)(void))fast_run, METH_FASTCALL, "run(record, out, inputs): out, or None"},
+    {"configure", configure, METH_VARARGS,
+     "configure(calls, torch.Tensor, torch.empty_like, raw_stream or None, current_device or None)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_fast_call", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__fast_call(void) {
+  const char* names[] = {"dtype", "shape", "stride", "device", "data_ptr", "_handle", "used", "native", "new_out",
+                         "check"};
+  PyObject** slots[] = {&s_dtype, &s_shape,  &s_stride, &s_device, &s_data_ptr,
+                        &s_handle, &s_used, &s_native, &s_new_out, &s_check};
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
+    *slots[i] = PyUnicode_InternFromString(names[i]);
+    if (*slots[i] == NULL) return NULL;
+  }
+  return PyModule_Create(&module_def);
+}
