@@ -50,6 +50,7 @@ REDUCE_CASES = [
     ("medium_8192x8192", (8192, 8192), -1, ("float32", "float16", "bfloat16")),
     ("large_16384x16384", (16384, 16384), -1, ("float32", "bfloat16")),
     ("long_4x4M", (4, 4 * 1024 * 1024), -1, ("float32", "bfloat16")),
+    ("mid_1024x65536", (1024, 65536), -1, ("float32", "bfloat16")),  # 1 grid of 256-thread rows
     ("scalar_64M", (64 * 1024 * 1024,), None, ("float32", "bfloat16")),
     ("dim0_8192x8192", (8192, 8192), 0, ("float32", "bfloat16")),
 ]
@@ -64,7 +65,7 @@ REDUCE_CONFIGS = [
     ("waves1", {"REDUCE_WAVES": 1}),
     ("waves8", {"REDUCE_WAVES": 8}),
     ("splits_half", {"REDUCE_SPLIT_QUARTERS": 4}),      # split rows / scalars at 1 resident grid
-    ("splits_quarter", {"REDUCE_SPLIT_QUARTERS": 2}),   # ~528 blocks of 256, as TileLang's scalar sum
+    ("splits_2grids", {"REDUCE_SPLIT_QUARTERS": 8}),    # at 2 (the plan before the seventh session)
     ("columns_half", {"REDUCE_COLUMN_QUARTERS": 4}),
     ("columns_double", {"REDUCE_COLUMN_QUARTERS": 16}),
 ]

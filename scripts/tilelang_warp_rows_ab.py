@@ -11,12 +11,15 @@ and torch, each first checked against torch on ragged shapes.
               at 5..66 segments, float32 and bf16; timed at 8192x8192
               (H200: docs/data/tilelang-h200-2026-12-02f-columns-ab.txt);
               then softmax over dim 0 (column_stats + column_apply) at
-              5..66 segments (not yet run on a GPU)
+              5..66 segments (H200: docs/data/tilelang-h200-2026-12-02g-columns-ab.txt)
+  split       softmax split_stats + split_apply (long rows) with 2 or 4
+              vectors in flight per thread, at 33..528 segments per row,
+              float32 and bf16; timed at 4 x 4M
 
 Timing: the benchmark harness (operator_runtime_testing.benchmark.measure).
 
-    python scripts/tilelang_warp_rows_ab.py [block_rows|columns] compile   # here: fill $TILELANG_CACHE_DIR
-    python scripts/tilelang_warp_rows_ab.py [block_rows|columns]           # on the GPU, with that cache
+    python scripts/tilelang_warp_rows_ab.py [block_rows|columns|split] compile   # here: fill $TILELANG_CACHE_DIR
+    python scripts/tilelang_warp_rows_ab.py [block_rows|columns|split]           # on the GPU, with that cache
 
 The H200 output of warp_rows is docs/data/tilelang-h200-2026-12-02d-warp-rows-ab.txt.
 """
@@ -28,7 +31,7 @@ import operator_runtime as oprt
 from operator_runtime_testing.benchmark import TimingConfig, measure
 
 TARGET = {"kind": "cuda", "arch": "sm_90"}
-FAMILY = next((f for f in ("block_rows", "columns") if f in sys.argv[1:]), "warp_rows")
+FAMILY = next((f for f in ("block_rows", "columns", "split") if f in sys.argv[1:]), "warp_rows")
 COMPILE_ONLY = "compile" in sys.argv[1:]
 
 def build(op, fac, args):
@@ -56,6 +59,12 @@ elif FAMILY == "block_rows":
         vec = 16 // getattr(torch, dt).itemsize
         for threads, per_thread in ((512, 16), (256, 32), (1024, 8), (1024, 16), (512, 32)):
             jobs.append(("softmax", "block_rows", (dt, threads, per_thread, vec)))
+elif FAMILY == "split":
+    for dt in ("float32", "bfloat16"):
+        vec = 16 // getattr(torch, dt).itemsize
+        for unroll in (2, 4):
+            jobs.append(("softmax", "split_stats", (dt, vec, unroll)))
+            jobs.append(("softmax", "split_apply", (dt, vec, unroll)))
 else:
     for dt in ("float32", "bfloat16"):
         vec = 16 // getattr(torch, dt).itemsize
@@ -88,6 +97,32 @@ def run_softmax_columns(kernels):
             us = timeit(lambda: (stats_k(x, stats), apply_k(x, stats, out)))
             print(f"{dt_name:9s} {S:3d} {us:8.1f} {2 * x.numel() * x.element_size() / us / 1e3:6.0f}  "
                   f"{'ok' if ok else 'BAD':4s} | {nv:8.1f} {tt:8.1f}", flush=True)
+
+
+def run_split(kernels):
+    """Softmax of 4 rows of 4M elements (stats pass, then apply) at several S
+    around the planner's (128: a segment per 32768 elements)."""
+    print(f"{'dtype':9s} {'unroll':6s} {'S':>4s} {'us':>8s} {'GB/s':>6s}  ok   | nvidia_us torch_us")
+    M, N = 4, 4 * 1024 * 1024
+    for dt_name in ("float32", "bfloat16"):
+        dt = getattr(torch, dt_name)
+        x = torch.randn(M, N, device="cuda", dtype=dt)
+        ref = torch.softmax(x.double(), -1)
+        out = torch.empty_like(x)
+        nv = nvt(lambda: oprt.softmax_(out, x, -1, backend="nvidia"))
+        tt = timeit(lambda: torch._softmax(x, -1, False))
+        for unroll in (2, 4):
+            vec = 16 // dt.itemsize
+            stats_k = kernels[("softmax", "split_stats", (dt_name, vec, unroll))]
+            apply_k = kernels[("softmax", "split_apply", (dt_name, vec, unroll))]
+            for S in (33, 66, 99, 128, 132, 198, 264, 528):
+                stats = torch.empty(2, M, S, device="cuda")
+                out.fill_(float("nan"))
+                stats_k(x, stats); apply_k(x, stats, out)
+                ok = torch.allclose(out.double(), ref, rtol=1e-2 if dt != torch.float32 else 1e-5, atol=1e-9)
+                us = timeit(lambda: (stats_k(x, stats), apply_k(x, stats, out)))
+                print(f"{dt_name:9s} {unroll:<6d} {S:4d} {us:8.1f} {2 * x.numel() * x.element_size() / us / 1e3:6.0f}  "
+                      f"{'ok' if ok else 'BAD':4s} | {nv:8.1f} {tt:8.1f}", flush=True)
 
 
 def run_columns(kernels):
@@ -134,6 +169,8 @@ if COMPILE_ONLY:
     print(len(kernels), "compiled"); sys.exit()
 if FAMILY == "columns":
     run_columns(kernels); run_softmax_columns(kernels); sys.exit()
+if FAMILY == "split":
+    run_split(kernels); sys.exit()
 dev = "cuda"
 print(f"{'op':10s} {'dtype':9s} args                 shape          us   GB/s   ok   | nvidia_us torch_us")
 for (op, fac, args), k in kernels.items():

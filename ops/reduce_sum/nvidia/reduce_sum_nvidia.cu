@@ -366,10 +366,12 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
   const int64_t one_round = std::max<int64_t>(1, per_run / d->unroll);
   const int64_t tpr = std::min<int64_t>(one_round, std::max<int64_t>(32, one_round / min_rounds));
   d->tpr = static_cast<int>(std::clamp<int64_t>(floor_pow2(tpr), 1, tuned("REDUCE_MAX_TPR", kRowsBlock)));
-  // Split when the outputs cannot fill 2 resident grids of threads (in
+  // Split when the outputs cannot fill half a resident grid of threads (in
   // quarter grids, for A/B runs) and each piece still gets at least
-  // kMinRounds rounds of loads per thread.
-  const int64_t want = ceil_div(resident_threads() * tuned("REDUCE_SPLIT_QUARTERS", 8) / 4, d->rows * d->tpr);
+  // kMinRounds rounds of loads per thread. H200 (scripts/nvidia_ab.py): a
+  // 64M-element sum took 68.8 / 39.2 us (float32 / bf16) aimed at half a
+  // grid, 69.8 / 40.6 at one, 72.0 / 41.9 at two.
+  const int64_t want = ceil_div(resident_threads() * tuned("REDUCE_SPLIT_QUARTERS", 2) / 4, d->rows * d->tpr);
   if (want > 1) {
     const int64_t units = d->runs == 1 ? d->run_length : d->runs;
     const int64_t min_unit = d->runs == 1 ? int64_t{d->tpr} * (rows_contiguous ? vec : 1) * d->unroll * min_rounds : 1;
