@@ -52,6 +52,7 @@ REDUCE_CASES = [
     ("long_4x4M", (4, 4 * 1024 * 1024), -1, ("float32", "bfloat16")),
     ("mid_1024x65536", (1024, 65536), -1, ("float32", "bfloat16")),  # 1 grid of 256-thread rows
     ("scalar_64M", (64 * 1024 * 1024,), None, ("float32", "bfloat16")),
+    ("scalar_256M", (256 * 1024 * 1024,), None, ("float32", "bfloat16")),
     ("dim0_8192x8192", (8192, 8192), 0, ("float32", "bfloat16")),
 ]
 REDUCE_CONFIGS = [
@@ -64,8 +65,10 @@ REDUCE_CONFIGS = [
     ("unroll8_tpr32", {"REDUCE_UNROLL": 8, "REDUCE_MAX_TPR": 32}),
     ("waves1", {"REDUCE_WAVES": 1}),
     ("waves8", {"REDUCE_WAVES": 8}),
-    ("splits_half", {"REDUCE_SPLIT_QUARTERS": 4}),      # split rows / scalars at 1 resident grid
-    ("splits_2grids", {"REDUCE_SPLIT_QUARTERS": 8}),    # at 2 (the plan before the seventh session)
+    # split rows / scalars at half a resident grid, one, two (the plan before the seventh session)
+    ("half_grid", {"REDUCE_SPLIT_ROUNDS": 1 << 30}),
+    ("one_grid", {"REDUCE_SPLIT_QUARTERS": 4, "REDUCE_SPLIT_ROUNDS": 1 << 30}),
+    ("splits_2grids", {"REDUCE_SPLIT_ROUNDS": 1}),
     ("columns_half", {"REDUCE_COLUMN_QUARTERS": 4}),
     ("columns_double", {"REDUCE_COLUMN_QUARTERS": 16}),
 ]

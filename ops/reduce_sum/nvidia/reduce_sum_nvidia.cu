@@ -31,6 +31,7 @@ namespace {
 
 constexpr int kUnroll = 4;          // vectors in flight per thread
 constexpr int kMinRounds = 4;       // rows: rounds of loads per thread once a row takes more than a warp
+constexpr int kSplitRounds = 16;    // split rows: rounds of 8 loads per thread to aim at
 constexpr int kRowsBlock = 256;     // rows: threads per block, and the most threads per output
 constexpr int kColumnsThreads = 256;
 
@@ -368,11 +369,19 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
   d->tpr = static_cast<int>(std::clamp<int64_t>(floor_pow2(tpr), 1, tuned("REDUCE_MAX_TPR", kRowsBlock)));
   // Split when the outputs cannot fill half a resident grid of threads (in
   // quarter grids, for A/B runs) and each piece still gets at least
-  // kMinRounds rounds of loads per thread. H200 (scripts/nvidia_ab.py): a
-  // 64M-element sum took 68.8 / 39.2 us (float32 / bf16) aimed at half a
-  // grid, 69.8 / 40.6 at one, 72.0 / 41.9 at two.
-  const int64_t want = ceil_div(resident_threads() * tuned("REDUCE_SPLIT_QUARTERS", 2) / 4, d->rows * d->tpr);
-  if (want > 1) {
+  // kMinRounds rounds of loads per thread. Then aim at about kSplitRounds
+  // rounds of 8 loads per thread, with between half a grid and two of
+  // threads. H200, one run (scripts/nvidia_ab.py): a 64M-element float32
+  // sum took 67.3 us with half a grid (15.5 rounds a thread), 71.0 with two
+  // (3.9); a 256M-element one 240.9 with two (15.5 rounds), 249.7 with half
+  // (62); this rule 67.5 and 241.7 (bf16: 38.6 and 126.1, the best or
+  // within 0.3 us of it).
+  const int64_t row_threads = d->rows * d->tpr;
+  const int64_t fewest = ceil_div(resident_threads() * tuned("REDUCE_SPLIT_QUARTERS", 2) / 4, row_threads);
+  if (fewest > 1) {
+    const int64_t most = std::max(fewest, ceil_div(resident_threads() * 2, row_threads));
+    const int64_t rounds = std::max<int64_t>(1, tuned("REDUCE_SPLIT_ROUNDS", kSplitRounds));
+    const int64_t want = std::clamp(ceil_div(per_run * d->runs, int64_t{d->tpr} * 8 * rounds), fewest, most);
     const int64_t units = d->runs == 1 ? d->run_length : d->runs;
     const int64_t min_unit = d->runs == 1 ? int64_t{d->tpr} * (rows_contiguous ? vec : 1) * d->unroll * min_rounds : 1;
     d->splits = std::max<int64_t>(1, std::min(want, units / min_unit));
