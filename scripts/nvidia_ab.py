@@ -37,6 +37,9 @@ SOFTMAX_CONFIGS = [
     ("planned", {}),
     ("split", {"SOFTMAX_RESIDENT": 0}),
     ("resident_nocache", {"SOFTMAX_RESIDENT_CACHE": 0}),
+    ("ahead8", {"SOFTMAX_RESIDENT_AHEAD": 8}),  # every bulk copy at once (the sixth session's kernel)
+    ("ahead2", {"SOFTMAX_RESIDENT_AHEAD": 2}),
+    ("ahead5", {"SOFTMAX_RESIDENT_AHEAD": 5}),
     ("slots8", {"SOFTMAX_SLOTS": 8}),
     ("min_blocks1", {"SOFTMAX_MIN_BLOCKS": 1}),
     ("split_unroll8", {"SOFTMAX_SPLIT_UNROLL": 8}),

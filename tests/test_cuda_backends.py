@@ -266,6 +266,37 @@ def test_large_softmax(cuda_backend, shape, dim):
         _check_softmax(oprt.softmax(half, dim, backend=cuda_backend), half, dim, f"fp16 softmax {shape}")
 
 
+@pytest.mark.parametrize("tune", [{}, {"SOFTMAX_RESIDENT": 0}], ids=["resident", "split"])
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_long_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, request):
+    """-inf, +inf and NaN in rows split over many blocks, placed where whole
+    chunks (and rounds) hold nothing but -inf: NaN rows where torch has them,
+    and -inf counting as 0 even while a chunk's max is still -inf."""
+    from operator_runtime._internal.operator import DESCRIPTOR_CACHE
+
+    for key, value in tune.items():
+        monkeypatch.setenv("OPRT_TUNE_" + key, str(value))
+    DESCRIPTOR_CACHE.clear()
+    request.addfinalizer(DESCRIPTOR_CACHE.clear)
+    n = (1 << 20) + 5
+    src = _randn((7, n), dt, 31)
+    src[0, : n // 2] = -math.inf          # half the row's chunks are all -inf
+    src[1] = -math.inf                    # all -inf: a NaN row
+    src[2] = -math.inf
+    src[2, n - 3] = math.nan              # all -inf but one NaN near the end: NaN row
+    src[3, n // 3] = math.inf             # +inf: NaN row (inf - inf)
+    src[4, 12345] = math.nan              # one NaN: NaN row
+    src[5] = -math.inf
+    src[5, n - 1] = 2.0                   # one finite value at the very end: 1 there, 0 elsewhere
+    src[6, ::1000] = -math.inf
+    out = oprt.softmax(src, -1, backend=cuda_backend)
+    expected = torch.softmax(_host(src).double(), -1)
+    result = _host(out)
+    assert torch.equal(torch.isnan(result), torch.isnan(expected)), "NaN rows differ from torch's"
+    finite = ~torch.isnan(expected).any(-1)
+    _check_softmax(out[finite.to(out.device)], src[finite.to(src.device)], -1, f"finite rows {tune}")
+
+
 def test_copy_past_2_to_the_31(cuda_backend):
     """2**31 + 7 float16 elements (4 GiB a tensor): 32-bit indexing would
     wrap. Checked at the tail, around 2**31 and at random positions."""

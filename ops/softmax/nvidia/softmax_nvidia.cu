@@ -112,13 +112,24 @@ __device__ __forceinline__ void update_round(Stats& st, const Raw16 (&raw)[U], c
   }
   const float m = fmaxf(st.m, tree_max(mu));
   float acc[VEC] = {};
+  if (m == -INFINITY) {  // every counted element is -inf (adds 0) or NaN (must reach the sum)
 #pragma unroll
-  for (int u = 0; u < U; ++u) {
-    if (!ok[u]) continue;
-    float y[VEC];
-    raw_to_floats<T>(raw[u], y);
+    for (int u = 0; u < U; ++u) {
+      if (!ok[u]) continue;
+      float y[VEC];
+      raw_to_floats<T>(raw[u], y);
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) acc[e] += exp_or_zero(y[e], m);
+      for (int e = 0; e < VEC; ++e) acc[e] += y[e] == -INFINITY ? 0.0f : y[e];
+    }
+  } else {  // exp(-inf - m) is 0 for any m > -inf: no per-element test (2 instructions fewer)
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (!ok[u]) continue;
+      float y[VEC];
+      raw_to_floats<T>(raw[u], y);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) acc[e] += exp_minus(y[e], m);
+    }
   }
   st = {m, rescale(st.s, st.m, m) + tree_sum(acc)};
 }
@@ -414,7 +425,8 @@ constexpr int kMaxPieces = 8;                                      // 256 KB: mo
 
 template <class T, class Index>
 __global__ void __launch_bounds__(kResidentThreads, 1)
-softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args, int64_t cache_vectors) {
+softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args, int64_t cache_vectors,
+                        int ahead) {
 #if __CUDA_ARCH__ >= 900
   constexpr int VEC = kVec16<T>, U = kResidentUnroll;
   extern __shared__ Raw16 cache[];
@@ -432,17 +444,21 @@ softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitAr
   const int64_t cached = min((c1 - a) / VEC, cache_vectors);           // vectors from a on, in `cache`
   const int64_t rest = a + cached * VEC;                               // read from global memory
   const int pieces = static_cast<int>(ceil_div(cached, kPieceVectors));
+  // Thread 0 keeps `ahead` pieces in flight: piece k lands before the later
+  // ones compete for bandwidth, so the stats of k overlap their loads. Each
+  // piece has its own shared memory and barrier (nothing is reused).
+  const auto issue = [&](int k) {
+    const int64_t v0 = int64_t{k} * kPieceVectors;
+    const uint32_t bytes = static_cast<uint32_t>(min(int64_t{kPieceVectors}, cached - v0) * sizeof(Raw16));
+    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                         &landed[k], bytes);
+    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, cache + v0, p + a + v0 * VEC, bytes,
+                             &landed[k]);
+  };
   if (threadIdx.x == 0) {
     for (int k = 0; k < pieces; ++k) cuda::ptx::mbarrier_init(&landed[k], 1);
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the barriers, as the copy engine sees them
-    for (int k = 0; k < pieces; ++k) {
-      const int64_t v0 = int64_t{k} * kPieceVectors;
-      const uint32_t bytes = static_cast<uint32_t>(min(int64_t{kPieceVectors}, cached - v0) * sizeof(Raw16));
-      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                           &landed[k], bytes);
-      cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, cache + v0, p + a + v0 * VEC,
-                               bytes, &landed[k]);
-    }
+    for (int k = 0; k < min(pieces, ahead); ++k) issue(k);
   }
   __syncthreads();  // no thread waits on a barrier before it is initialized
   Stats st{-INFINITY, 0.0f};
@@ -458,6 +474,7 @@ softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitAr
   for (int k = 0; k < pieces; ++k) {
     while (!cuda::ptx::mbarrier_try_wait_parity(&landed[k], 0)) {
     }
+    if (threadIdx.x == 0 && k + ahead < pieces) issue(k + ahead);
     Raw16 raw[U];
     bool ok[U];
 #pragma unroll
@@ -674,6 +691,7 @@ struct SoftmaxNvidia : oprt_descriptor {
   int64_t splits = 1, chunk = 0;
   unsigned grid = 0;        // split, resident: the cooperative grid
   int64_t cache_vectors = 0;  // resident: 16-byte vectors of shared memory per block
+  int ahead = kMaxPieces;     // resident: bulk copies in flight at a time
   int tx = 32, ty = 8;      // columns
   int64_t columns = 1, col_tiles = 1, planes = 1, src_col_stride = 1, out_col_stride = 1;
 };
@@ -728,6 +746,7 @@ void plan_resident(SoftmaxNvidia& d, int vec) {
       d.grid = resident_grid(softmax_resident_kernel<T, Index>, kResidentThreads, 1, bytes);
       const int64_t room = static_cast<int64_t>(bytes / 16);
       d.cache_vectors = std::clamp<int64_t>(tuned("SOFTMAX_RESIDENT_CACHE", room), 0, room);
+      d.ahead = static_cast<int>(std::clamp<int64_t>(tuned("SOFTMAX_RESIDENT_AHEAD", 3), 1, kMaxPieces));
     });
   });
   // At most one chunk per block, each at least a round of the block's loads.
@@ -927,7 +946,7 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
       const size_t bytes = resident_cache_bytes<T, Index>();  // on this device (the descriptor may be another's)
       return launch_with(cooperative_attribute(), softmax_resident_kernel<T, Index>, d.grid, kResidentThreads,
                          bytes, stream, out, src, OffsetCalc<2, Index>(d.rows), args,
-                         std::min<int64_t>(d.cache_vectors, static_cast<int64_t>(bytes / 16)));
+                         std::min<int64_t>(d.cache_vectors, static_cast<int64_t>(bytes / 16)), d.ahead);
     }
     if (d.split_unroll == 8)
       return launch_with(cooperative_attribute(), softmax_split_kernel<T, Index, 8>, d.grid, kSplitThreads, 0,
