@@ -75,6 +75,16 @@ else:
         jobs.append(("softmax", "column_apply", (dt, vec)))
 
 
+def two_pass(stats_k, apply_k, x, out, ref, stats, label, nv, tt):
+    """Checks, then times, a softmax as a stats launch and an apply launch; prints one row."""
+    out.fill_(float("nan"))
+    stats_k(x, stats); apply_k(x, stats, out)
+    ok = torch.allclose(out.double(), ref, rtol=1e-2 if x.dtype != torch.float32 else 1e-5, atol=1e-9)
+    us = timeit(lambda: (stats_k(x, stats), apply_k(x, stats, out)))
+    print(f"{label} {us:8.1f} {2 * x.numel() * x.element_size() / us / 1e3:6.0f}  "
+          f"{'ok' if ok else 'BAD':4s} | {nv:8.1f} {tt:8.1f}", flush=True)
+
+
 def run_softmax_columns(kernels):
     """Softmax over dim 0 of 8192 x 8192 (stats pass, then apply), at several
     S around the planner's (9 float32, 17 bf16)."""
@@ -90,13 +100,8 @@ def run_softmax_columns(kernels):
         nv = nvt(lambda: oprt.softmax_(out[0], x[0], 0, backend="nvidia"))
         tt = timeit(lambda: torch._softmax(x[0], 0, False))
         for S in (5, 9, 17, 33, 66):
-            stats = torch.empty(2, 1, S, 8192, device="cuda")
-            out.fill_(float("nan"))
-            stats_k(x, stats); apply_k(x, stats, out)
-            ok = torch.allclose(out.double(), ref, rtol=1e-2 if dt != torch.float32 else 1e-5, atol=1e-6)
-            us = timeit(lambda: (stats_k(x, stats), apply_k(x, stats, out)))
-            print(f"{dt_name:9s} {S:3d} {us:8.1f} {2 * x.numel() * x.element_size() / us / 1e3:6.0f}  "
-                  f"{'ok' if ok else 'BAD':4s} | {nv:8.1f} {tt:8.1f}", flush=True)
+            two_pass(stats_k, apply_k, x, out, ref, torch.empty(2, 1, S, 8192, device="cuda"),
+                     f"{dt_name:9s} {S:3d}", nv, tt)
 
 
 def run_split(kernels):
@@ -116,13 +121,8 @@ def run_split(kernels):
             stats_k = kernels[("softmax", "split_stats", (dt_name, vec, unroll))]
             apply_k = kernels[("softmax", "split_apply", (dt_name, vec, unroll))]
             for S in (33, 66, 99, 128, 132, 198, 264, 528):
-                stats = torch.empty(2, M, S, device="cuda")
-                out.fill_(float("nan"))
-                stats_k(x, stats); apply_k(x, stats, out)
-                ok = torch.allclose(out.double(), ref, rtol=1e-2 if dt != torch.float32 else 1e-5, atol=1e-9)
-                us = timeit(lambda: (stats_k(x, stats), apply_k(x, stats, out)))
-                print(f"{dt_name:9s} {unroll:<6d} {S:4d} {us:8.1f} {2 * x.numel() * x.element_size() / us / 1e3:6.0f}  "
-                      f"{'ok' if ok else 'BAD':4s} | {nv:8.1f} {tt:8.1f}", flush=True)
+                two_pass(stats_k, apply_k, x, out, ref, torch.empty(2, M, S, device="cuda"),
+                         f"{dt_name:9s} {unroll:<6d} {S:4d}", nv, tt)
 
 
 def run_columns(kernels):
