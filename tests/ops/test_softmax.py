@@ -105,6 +105,23 @@ def test_in_place_prepared(backend, dtype, device, gen):
     assert_untouched(y, before)
 
 
+@pytest.mark.parametrize("shape,dim", [((300, 1030), 0), ((7, 2049), 0), ((5, 64), 0), ((3, 50, 136), 1),
+                                       ((4, 9, 1000), 0), ((2, 3000, 72), 1)],
+                         ids=["1030-wide", "2049-wide", "64-wide", "3-runs", "9000-wide", "2-runs-72-wide"])
+def test_columns_with_specials(backend, dtype, device, gen, shape, dim):
+    """Softmax down a non-last dim over widths that cut column blocks
+    unevenly (tails under a vector, several runs), with -inf and NaN down
+    some columns: NaN columns where torch has them, the rest close."""
+    src = make_tensor(shape, dtype, device, "contiguous", gen)
+    flat = src.view(-1)
+    flat[::97] = -INF
+    src.select(dim, 1)[..., 5::11] = NAN
+    expected = torch.softmax(src.double().cpu(), dim)
+    result = oprt.softmax(src, dim, backend=backend)
+    assert torch.equal(torch.isnan(result.cpu()), torch.isnan(expected)), "NaN positions differ from torch's"
+    check(result, expected, [src], {"dim": dim}, f"softmax {shape} over dim {dim}")
+
+
 @pytest.mark.parametrize("case", [c for c in cases.correctness_cases() if c.name.startswith("medium")],
                          ids=lambda c: c.name)
 def test_deterministic(case, backend, dtype, device, gen):
