@@ -112,25 +112,20 @@ __device__ __forceinline__ void update_round(Stats& st, const Raw16 (&raw)[U], c
   }
   const float m = fmaxf(st.m, tree_max(mu));
   float acc[VEC] = {};
-  if (m == -INFINITY) {  // every counted element is -inf (adds 0) or NaN (must reach the sum)
+  const auto accumulate = [&](auto term) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (!ok[u]) continue;
       float y[VEC];
       raw_to_floats<T>(raw[u], y);
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) acc[e] += y[e] == -INFINITY ? 0.0f : y[e];
+      for (int e = 0; e < VEC; ++e) acc[e] += term(y[e]);
     }
-  } else {  // exp(-inf - m) is 0 for any m > -inf: no per-element test (2 instructions fewer)
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (!ok[u]) continue;
-      float y[VEC];
-      raw_to_floats<T>(raw[u], y);
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) acc[e] += exp_minus(y[e], m);
-    }
-  }
+  };
+  if (m == -INFINITY)  // every counted element is -inf (adds 0) or NaN (must reach the sum)
+    accumulate([](float v) { return v == -INFINITY ? 0.0f : v; });
+  else  // exp(-inf - m) is 0 for any m > -inf: no per-element test (2 instructions fewer)
+    accumulate([m](float v) { return exp_minus(v, m); });
   st = {m, rescale(st.s, st.m, m) + tree_sum(acc)};
 }
 __device__ __forceinline__ Stats warp_merge(Stats v) {
