@@ -405,9 +405,9 @@ softmax_split_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs 
 
 // ---- few long rows, held in shared memory ------------------------------------------
 // No more (row, split) tasks than SMs: a cooperative grid of one 512-thread
-// block per SM, one task per block. At the start, one thread issues bulk
-// asynchronous copies (TMA, no registers, all in flight at once) of the
-// chunk's first vectors into shared memory, up to ~224 KB; meanwhile the
+// block per SM, one task per block. One thread issues bulk asynchronous
+// copies (TMA, no registers; `ahead` of them in flight, so they land in
+// order) of the chunk's first vectors into shared memory, up to ~224 KB; the
 // threads read the rest of the chunk with ordinary loads, then take (max,
 // sum) over the copies as they land. After the grid barrier the rest is read
 // again (first, while L2 still holds it) and the shared copy is scaled and

@@ -314,5 +314,7 @@ PyMODINIT_FUNC PyInit__fast_call(void) {
     *slots[i] = PyUnicode_InternFromString(names[i]);
     if (*slots[i] == NULL) return NULL;
   }
-  return PyModule_Create(&module_def);
+  PyObject* module = PyModule_Create(&module_def);
+  if (module != NULL && PyModule_AddIntConstant(module, "MAX_INPUTS", kMaxInputs) < 0) Py_CLEAR(module);
+  return module;
 }

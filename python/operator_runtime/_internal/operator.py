@@ -214,11 +214,14 @@ class _CallEntry:
 
 def _native_record(descriptor, slot, like, cuda_index, out_span, spans, workspace, num_inputs):
     """What fast_call.c needs to launch a C descriptor (its run_record()
-    reads the fields by position), or None where it cannot: a descriptor
-    that is not a C one, an input count it has no call for, or a torch
-    without the raw-stream entry point."""
+    reads the fields by position), or None where it cannot: no module, a
+    descriptor that is not a C one, an input count it has no call for, or a
+    torch without the raw-stream entry point."""
+    if _NATIVE_RUN is None:
+        return None
     address = getattr(descriptor, "execute_address", None)
-    if address is None or not 1 <= num_inputs <= 3 or (cuda_index is not None and CUDA_RAW_STREAM is None):
+    if (address is None or not 1 <= num_inputs <= _NATIVE_MAX_INPUTS
+            or (cuda_index is not None and CUDA_RAW_STREAM is None)):
         return None
     return (descriptor, address, slot, -1 if like is None else like, -1 if cuda_index is None else cuda_index,
             out_span, spans, 0 if workspace is None else workspace.data_ptr(),
@@ -467,15 +470,15 @@ _CALLS = DESCRIPTOR_CACHE.calls  # the same dict object for the cache's whole li
 
 def _native_functions():
     """fast_call.c's call() and run(), bound to this cache and torch's entry
-    points; (None, None) without the module."""
+    points, and the most inputs it launches; (None, None, 0) without the module."""
     module = fast_call_module()
     if module is None:
-        return None, None
+        return None, None, 0
     module.configure(_CALLS, torch.Tensor, torch.empty_like, CUDA_RAW_STREAM, CUDA_GET_DEVICE)
-    return module.call, module.run
+    return module.call, module.run, module.MAX_INPUTS
 
 
-_NATIVE_CALL, _NATIVE_RUN = _native_functions()
+_NATIVE_CALL, _NATIVE_RUN, _NATIVE_MAX_INPUTS = _native_functions()
 
 
 class PreparedOp:
@@ -501,7 +504,7 @@ class PreparedOp:
         self._c_execute = getattr(descriptor, "c_execute", None) if self._cuda_index is None else None
         self._ws = ((self._workspace.data_ptr(), self._workspace.numel()) if self._workspace is not None
                     else (None, 0))
-        self._native = None if self._empty or _NATIVE_RUN is None else _native_record(
+        self._native = None if self._empty else _native_record(
             descriptor, None, None, self._cuda_index, None, (), self._workspace, len(self._inputs))
 
     @property
