@@ -277,7 +277,8 @@ def split_apply(dtype: str, vec: int, unroll: int = 2):
         with T.Kernel(M, S, threads=threads) as (row, seg):
             T.annotate_restrict_buffers(src, out)
             tx = T.get_thread_binding()
-            buf = T.alloc_local((vec,), dtype)
+            buf = T.alloc_local((unroll, vec), dtype)
+            res = T.alloc_local((vec,), dtype)  # its own array: stores from buf in place were split into 4-byte ones
             m = T.alloc_local((1,), F32)
             mn = T.alloc_local((1,), F32)
             s = T.alloc_local((1,), F32)
@@ -301,15 +302,28 @@ def split_apply(dtype: str, vec: int, unroll: int = 2):
             seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))  # a register: no division per load
             start = seg * seg_steps * step  # a multiple of step: segments start aligned
             end = T.min(N, start + seg_steps * step)
+            # All of a full round's loads go out before the first store: stores
+            # to out (which may be src) would otherwise keep nvcc from moving
+            # the next load above them, leaving one load in flight per thread.
             for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
-                for u in T.unroll(unroll):
-                    if start + k * step + (u * threads + tx) * vec < end:
+                if start + k * step + ((unroll - 1) * threads + tx) * vec < end:
+                    for u in T.unroll(unroll):
                         for v in T.vectorized(vec):
-                            buf[v] = src[row, start + k * step + (u * threads + tx) * vec + v]
+                            buf[u, v] = src[row, start + k * step + (u * threads + tx) * vec + v]
+                    for u in T.unroll(unroll):
                         for v in T.unroll(vec):
-                            buf[v] = T.cast(fast_exp(T.cast(buf[v], F32) - mn[0]) * s[0], dtype)
+                            res[v] = T.cast(fast_exp(T.cast(buf[u, v], F32) - mn[0]) * s[0], dtype)
                         for v in T.vectorized(vec):
-                            out[row, start + k * step + (u * threads + tx) * vec + v] = buf[v]
+                            out[row, start + k * step + (u * threads + tx) * vec + v] = res[v]
+                else:
+                    for u in T.unroll(unroll):
+                        if start + k * step + (u * threads + tx) * vec < end:
+                            for v in T.vectorized(vec):
+                                buf[0, v] = src[row, start + k * step + (u * threads + tx) * vec + v]
+                            for v in T.unroll(vec):
+                                res[v] = T.cast(fast_exp(T.cast(buf[0, v], F32) - mn[0]) * s[0], dtype)
+                            for v in T.vectorized(vec):
+                                out[row, start + k * step + (u * threads + tx) * vec + v] = res[v]
 
     return softmax_split_apply
 
