@@ -57,6 +57,7 @@ REDUCE_CASES = [
     ("scalar_64M", (64 * 1024 * 1024,), None, ("float32", "bfloat16")),
     ("scalar_256M", (256 * 1024 * 1024,), None, ("float32", "bfloat16")),
     ("dim0_8192x8192", (8192, 8192), 0, ("float32", "bfloat16")),
+    ("dim0_4096x16384", (4096, 16384), 0, ("bfloat16",)),
 ]
 REDUCE_CONFIGS = [
     ("planned", {}),
@@ -74,6 +75,12 @@ REDUCE_CONFIGS = [
     ("splits_2grids", {"REDUCE_SPLIT_ROUNDS": 1}),
     ("columns_half", {"REDUCE_COLUMN_QUARTERS": 4}),
     ("columns_double", {"REDUCE_COLUMN_QUARTERS": 16}),
+    # sums over dim 0: tile width (threads across the columns) and task order
+    ("columns_splits_first", {"REDUCE_COLUMN_ORDER": 0}),  # the order before the eighth session
+    ("columns_tx64", {"REDUCE_COLUMN_TX": 64}),
+    ("columns_tx128", {"REDUCE_COLUMN_TX": 128}),
+    ("columns_tx256", {"REDUCE_COLUMN_TX": 256}),
+    ("columns_tx256_one_grid", {"REDUCE_COLUMN_TX": 256, "REDUCE_COLUMN_QUARTERS": 4}),
 ]
 
 

@@ -137,6 +137,9 @@ VARIANT_CASES = [
     ("softmax-rows-resident-unaligned", "softmax", [(2, (1 << 21) + 3)], "offset", {"dim": -1}, None),
     ("softmax-rows-resident-partly-cached", "softmax", [(5, 270001)], "offset",
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT_CACHE": 700}}, None),
+    # more than one round of loads per thread outside shared memory: read again after the barrier
+    ("softmax-rows-resident-rest-reread", "softmax", [(5, 700001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_RESIDENT_CACHE": 100}}, None),
     ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous", {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}}, None),
     ("softmax-rows-split-unaligned", "softmax", [(5, 270001)], "offset",
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}}, None),
