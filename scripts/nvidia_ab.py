@@ -73,8 +73,9 @@ REDUCE_CONFIGS = [
     ("half_grid", {"REDUCE_SPLIT_ROUNDS": 1 << 30}),
     ("one_grid", {"REDUCE_SPLIT_QUARTERS": 4, "REDUCE_SPLIT_ROUNDS": 1 << 30}),
     ("splits_2grids", {"REDUCE_SPLIT_ROUNDS": 1}),
-    ("columns_half", {"REDUCE_COLUMN_QUARTERS": 4}),
-    ("columns_double", {"REDUCE_COLUMN_QUARTERS": 16}),
+    ("columns_one_grid", {"REDUCE_COLUMN_QUARTERS": 4}),  # planned for 16-bit since the eighth session
+    ("columns_two_grids", {"REDUCE_COLUMN_QUARTERS": 8}),  # planned for float32
+    ("columns_four_grids", {"REDUCE_COLUMN_QUARTERS": 16}),
     # sums over dim 0: tile width (threads across the columns) and task order
     ("columns_splits_first", {"REDUCE_COLUMN_ORDER": 0}),  # the order before the eighth session
     ("columns_tx64", {"REDUCE_COLUMN_TX": 64}),

@@ -350,8 +350,14 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     for (int k = 0; k < d->plane_layout.ndim; ++k)
       d->rows_aligned &= (d->plane_layout.strides[1][k] * element_size) % 16 == 0;
     const int64_t tiles = d->planes * d->col_tiles;
-    // Blocks to aim the splits at: 2 resident grids (in quarter grids, for A/B runs).
-    const int64_t target_blocks = resident_threads() / kColumnsThreads * tuned("REDUCE_COLUMN_QUARTERS", 8) / 4;
+    // Blocks to aim the splits at (in quarter grids, for A/B runs): 2 resident
+    // grids for float32, 1 for 16-bit, whose tiles are twice as many columns
+    // wide (H200, scripts/nvidia_ab.py, three runs: 8192^2 bf16 44.1 / 42.9 /
+    // 43.5 us at 1 grid vs 45.9 / 44.9 / 44.6 at 2; float32 79.2 / 78.2 / 78.6
+    // vs 75.1 / 72.9 / 72.8).
+    const int64_t planned_quarters = element_size == 4 ? 8 : 4;
+    const int64_t target_blocks =
+        resident_threads() / kColumnsThreads * tuned("REDUCE_COLUMN_QUARTERS", planned_quarters) / 4;
     const int64_t min_rows_per_split = int64_t{d->ty} * kUnroll * 4;
     const int64_t max_splits = std::max<int64_t>(1, d->reduced_numel / min_rows_per_split);
     d->splits = std::min(max_splits, ceil_div(target_blocks, tiles));
