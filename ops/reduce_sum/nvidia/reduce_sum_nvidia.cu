@@ -169,7 +169,7 @@ struct ColumnsArgs {
   int64_t out_stride;  // out's stride along the columns
   int64_t reduced_stride;  // src stride of the reduced index when it is one dim (else 0: use the calc)
   bool vectors_ok;     // every row of every tile is 16-byte aligned
-  bool tiles_fastest;  // number tasks (split, plane, tile), tile fastest (A/B: OPRT_TUNE_REDUCE_COLUMN_ORDER)
+  bool tiles_fastest;  // task order (column_task; A/B: OPRT_TUNE_REDUCE_COLUMN_ORDER)
   float* partials;     // splits > 1: [tile][split][tx * VEC]
 };
 
@@ -182,14 +182,9 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
   const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
   const int64_t width = int64_t{TX} * VEC;  // columns per tile
   const int64_t tasks = args.planes * args.col_tiles * args.splits;
-  const int64_t tile_tasks = args.planes * args.col_tiles;
+  const int64_t tile_tasks = args.tiles_fastest ? args.planes * args.col_tiles : 0;
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
-    int64_t numbered = task;
-    if (args.tiles_fastest) {  // blocks running together read whole rows
-      const int64_t s = task / tile_tasks;
-      numbered = (task - s * tile_tasks) * args.splits + s;
-    }
-    const auto [tile_task, split, plane, tile] = column_task(numbered, args.splits, args.col_tiles);
+    const auto [tile_task, split, plane, tile] = column_task(task, args.splits, args.col_tiles, tile_tasks);
     int64_t offsets[2];
     planes.get(static_cast<Index>(plane), offsets);
     const int64_t col0 = tile * width + int64_t{tx} * VEC;
@@ -334,9 +329,10 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("REDUCE_COLUMN_TX", 32)), 1, kColumnsThreads);
     d->tx = static_cast<int>(std::min<int64_t>(max_tx, floor_pow2(ceil_div(d->columns, vec) * 2 - 1)));
     // Blocks that run together take the same split of neighbouring tiles, so
-    // they read whole rows between them. H200, scripts/nvidia_ab.py, two runs
-    // (8192^2 float32 / bf16, 4096x16384 bf16): 73.2 / 44.6 / 45.4 us vs 75.1 /
-    // 45.9 / 46.8 with splits fastest; then 72.9 / 44.9 / 45.9 vs 73.4 / 44.9 / 45.8.
+    // they read whole rows between them. H200, scripts/nvidia_ab.py (8192^2
+    // float32 / bf16, 4096x16384 bf16): 73.2 / 44.6 / 45.4 us vs 75.1 / 45.9 /
+    // 46.8 with splits fastest; in later runs 72.9 / 44.9 / 45.9 vs 73.4 / 44.9
+    // / 45.8 and 73.5 / 44.6 / 45.9 vs 74.0 / 44.3 / 45.7: within noise but float32.
     d->tiles_fastest = tuned("REDUCE_COLUMN_ORDER", 1) != 0;
     d->ty = kColumnsThreads / d->tx;
     d->col_tiles = ceil_div(d->columns, int64_t{d->tx} * vec);

@@ -265,6 +265,16 @@ def split_stats(dtype: str, vec: int, unroll: int = 2):
     return softmax_split_stats
 
 
+@T.macro
+def write_scaled(out, row, at, buf, u, res, m, r):
+    """out[row, at + v] = exp(buf[u, v] - m) * r for the vector buf[u, :],
+    rounded once into res and stored as one vector."""
+    for v in T.unroll(res.shape[0]):
+        res[v] = T.cast(fast_exp(T.cast(buf[u, v], F32) - m) * r, out.dtype)
+    for v in T.vectorized(res.shape[0]):
+        out[row, at + v] = res[v]
+
+
 @with_stores_lowered
 def split_apply(dtype: str, vec: int, unroll: int = 2):
     threads = SPLIT_THREADS
@@ -311,19 +321,13 @@ def split_apply(dtype: str, vec: int, unroll: int = 2):
                         for v in T.vectorized(vec):
                             buf[u, v] = src[row, start + k * step + (u * threads + tx) * vec + v]
                     for u in T.unroll(unroll):
-                        for v in T.unroll(vec):
-                            res[v] = T.cast(fast_exp(T.cast(buf[u, v], F32) - mn[0]) * s[0], dtype)
-                        for v in T.vectorized(vec):
-                            out[row, start + k * step + (u * threads + tx) * vec + v] = res[v]
+                        write_scaled(out, row, start + k * step + (u * threads + tx) * vec, buf, u, res, mn[0], s[0])
                 else:
                     for u in T.unroll(unroll):
                         if start + k * step + (u * threads + tx) * vec < end:
                             for v in T.vectorized(vec):
                                 buf[0, v] = src[row, start + k * step + (u * threads + tx) * vec + v]
-                            for v in T.unroll(vec):
-                                res[v] = T.cast(fast_exp(T.cast(buf[0, v], F32) - mn[0]) * s[0], dtype)
-                            for v in T.vectorized(vec):
-                                out[row, start + k * step + (u * threads + tx) * vec + v] = res[v]
+                            write_scaled(out, row, start + k * step + (u * threads + tx) * vec, buf, 0, res, mn[0], s[0])
 
     return softmax_split_apply
 
