@@ -24,8 +24,11 @@ from operator_runtime_testing.benchmark import TimingConfig, measure
 
 SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
     ("rows_262144x128", (262144, 128), -1, ("float32", "bfloat16")),
+    ("medium_4096x4096", (4096, 4096), -1, ("float32", "bfloat16")),
+    ("rows_16384x2048", (16384, 2048), -1, ("float32", "bfloat16")),
     ("medium_8192x8192", (8192, 8192), -1, ("float32", "float16", "bfloat16")),
     ("large_16384x16384", (16384, 16384), -1, ("float32", "bfloat16")),
+    ("rows_4096x32768", (4096, 32768), -1, ("bfloat16",)),
     ("odd_16384x12289", (16384, 12289), -1, ("bfloat16",)),
     ("long_4x4M", (4, 4 * 1024 * 1024), -1, ("float32", "bfloat16")),
     ("long_5x3M+7", (5, 3 * 1024 * 1024 + 7), -1, ("bfloat16",)),
@@ -47,6 +50,13 @@ SOFTMAX_CONFIGS = [
     ("slots4", {"SOFTMAX_SLOTS": 4}),
     ("waves1", {"SOFTMAX_WAVES": 1}),
     ("waves16", {"SOFTMAX_WAVES": 16}),
+    # rows_stream (many rows of rows_block size): off, rows in shared memory per block, blocks per SM
+    ("no_stream", {"SOFTMAX_STREAM": 0}),
+    ("stream_all", {"SOFTMAX_STREAM_BELOW": 64}),  # also where rows_block keeps 3+ blocks per SM
+    ("stream_buffers2", {"SOFTMAX_STREAM_BUFFERS": 2}),
+    ("stream_buffers3", {"SOFTMAX_STREAM_BUFFERS": 3}),
+    ("stream_blocks1", {"SOFTMAX_STREAM_BLOCKS": 1}),
+    ("stream_blocks2", {"SOFTMAX_STREAM_BLOCKS": 2}),
 ]
 REDUCE_CASES = [
     ("rows_262144x128", (262144, 128), -1, ("float32", "bfloat16")),

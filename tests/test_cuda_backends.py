@@ -143,6 +143,15 @@ VARIANT_CASES = [
     ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous", {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}}, None),
     ("softmax-rows-split-unaligned", "softmax", [(5, 270001)], "offset",
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}}, None),
+    # rows_block rows of at most 2 blocks per SM, more rows than the resident grid has blocks: rows
+    # streamed through shared memory (nvidia: rows_stream)
+    ("softmax-rows-stream", "softmax", [(300, 16384)], "contiguous", {"dim": -1, "nvidia_variant": "rows_stream"}, None),
+    ("softmax-rows-stream-3-buffers", "softmax", [(300, 16384)], "contiguous",
+     {"dim": -1, "tune": {"SOFTMAX_STREAM_BUFFERS": 3}, "nvidia_variant": "rows_stream"}, None),
+    ("softmax-rows-stream-8-slots", "softmax", [(300, 32768)], "contiguous",
+     {"dim": -1, "nvidia_variant": {"float16": "rows_stream", "bfloat16": "rows_stream"}}, None),
+    # planned as rows_stream, but the base is not 16-byte aligned: rows_block runs
+    ("softmax-rows-stream-unaligned-base", "softmax", [(300, 16384)], "offset", {"dim": -1}, None),
     ("softmax-columns", "softmax", [(1000, 4096)], "contiguous", {"dim": 0}, None),
     ("softmax-columns-split", "softmax", [(1 << 18, 8)], "contiguous", {"dim": 0}, None),
     ("softmax-strided", "softmax", [(500, 300)], "transposed", {"dim": -1}, None),
@@ -215,6 +224,11 @@ def test_variant(cuda_backend, case, dt, record_property, monkeypatch, request):
         _equal_bits(oprt.softmax(src, dim, backend=cuda_backend), out, f"{name}: softmax() vs prepared")
     record_property("variant", variant)
     print(f"{name} {dt}: variant {variant}")
+    expected = params.get("nvidia_variant")  # a name, or one per dtype name
+    if isinstance(expected, dict):
+        expected = expected.get(str(dt).removeprefix("torch."))
+    if cuda_backend == "nvidia" and expected and torch.cuda.get_device_capability()[0] >= 9:
+        assert variant == expected, f"{name}: planned {variant}, not {expected}"
 
 
 # -- large tensors (>= 64M elements) ------------------------------------------------
@@ -298,6 +312,28 @@ def test_long_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, re
     assert torch.equal(torch.isnan(result), torch.isnan(expected)), "NaN rows differ from torch's"
     finite = ~torch.isnan(expected).any(-1)
     _check_softmax(out[finite.to(out.device)], src[finite.to(src.device)], -1, f"finite rows {tune}")
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.bfloat16], ids=["float32", "float16", "bfloat16"])
+def test_many_row_softmax_special_values(cuda_backend, dt):
+    """-inf, +inf and NaN in rows past the first the grid's blocks take (nvidia:
+    rows_stream, each block's later rows from its shared-memory buffers): NaN
+    rows where torch has them, the others exact."""
+    rows, n = 400, 16384
+    src = _randn((rows, n), dt, 32)
+    src[301] = -math.inf                  # all -inf: a NaN row
+    src[302, n // 2] = math.inf           # +inf: NaN row
+    src[303, 7] = math.nan                # one NaN: NaN row
+    src[304] = -math.inf
+    src[304, n - 1] = 2.0                 # one finite value at the end: 1 there, 0 elsewhere
+    src[399, ::3] = -math.inf
+    src[200, : n // 2] = -math.inf
+    out = oprt.softmax(src, -1, backend=cuda_backend)
+    expected = torch.softmax(_host(src).double(), -1)
+    result = _host(out)
+    assert torch.equal(torch.isnan(result), torch.isnan(expected)), "NaN rows differ from torch's"
+    finite = ~torch.isnan(expected).any(-1)
+    _check_softmax(out[finite.to(out.device)], src[finite.to(src.device)], -1, "finite rows")
 
 
 def test_copy_past_2_to_the_31(cuda_backend):

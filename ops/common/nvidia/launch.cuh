@@ -4,6 +4,7 @@
 #define OPRT_COMMON_NVIDIA_LAUNCH_CUH_
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "cuda_check.cuh"
@@ -65,6 +66,26 @@ unsigned resident_grid(Kernel kernel, int block, int max_per_sm, size_t smem = 0
   int per_sm = 0;
   OPRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, smem));
   return static_cast<unsigned>(current_device_info().sm_count * std::clamp(per_sm, 1, max_per_sm));
+}
+
+// Lets Kernel use as much dynamic shared memory as a block may opt in to on
+// the current device past its static shared memory, at most `cap` bytes
+// (whole 16-byte words). Set once per device, on the first call (the first
+// cap wins); returns the bytes.
+template <auto Kernel>
+size_t opt_in_dynamic_smem(size_t cap = SIZE_MAX) {
+  static std::atomic<size_t> set_on[kMaxDevices] = {};  // bytes, per device; 0: not yet
+  const DeviceInfo& info = current_device_info();       // (fails for a device index past kMaxDevices)
+  int device = 0;
+  OPRT_CUDA_CHECK(cudaGetDevice(&device));
+  if (const size_t bytes = set_on[device].load()) return bytes;
+  cudaFuncAttributes attributes = {};
+  OPRT_CUDA_CHECK(cudaFuncGetAttributes(&attributes, Kernel));
+  const int64_t room = info.max_smem_per_block_optin - static_cast<int64_t>(attributes.sharedSizeBytes);
+  const size_t bytes = static_cast<size_t>(static_cast<int64_t>(std::min<uint64_t>(std::max<int64_t>(room, 0), cap)) / 16 * 16);
+  OPRT_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  set_on[device].store(bytes);
+  return bytes;
 }
 
 }  // namespace oprt::nvidia

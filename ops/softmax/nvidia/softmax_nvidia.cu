@@ -25,7 +25,6 @@
 #include <cuda/ptx>
 
 #include <algorithm>
-#include <atomic>
 #include <string>
 #include <type_traits>
 
@@ -180,6 +179,75 @@ __device__ __forceinline__ float cluster_allreduce(float v, Op op, float* slot) 
   }
 }
 
+// Softmax of one row whose slots are in registers (slot j of this thread at
+// row element (j * tpr + lane) * VEC - hs, -inf padded), written to q. Every
+// thread of the block calls it together; after_max() runs once the max is
+// combined, which for a whole-block group is past a barrier that every
+// thread reaches after using its slots' source.
+template <class T, int G, int NV, int C, class AfterMax>
+__device__ __forceinline__ void softmax_row_in_registers(const Raw16 (&raw)[NV], T* q, int64_t length,
+                                                         int64_t out_stride, int tpr, int lane, int64_t hs,
+                                                         bool valid, float* slots, float* cluster_max,
+                                                         float* cluster_sum, AfterMax after_max) {
+  constexpr int VEC = kVec16<T>;
+  float m = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    float x[VEC];
+    raw_to_floats<T>(raw[j], x);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) m = fmaxf(m, x[e]);
+  }
+  // Blocks of up to 1024 threads combine their 32 warps by a shuffle tree.
+  constexpr bool kTree = max_row_block<T, NV>() > 512;
+  m = G ? group_allreduce<(G ? G : 1)>(m, MaxOp{}, slots) : block_allreduce<kTree>(m, MaxOp{}, slots);
+  m = cluster_allreduce<C>(m, MaxOp{}, cluster_max);
+  after_max();
+  // exp(x - max) is kept in float registers when they hold it (float32,
+  // or 16-bit with at most 4 slots); 8 slots of 16-bit keep only the
+  // input and recompute exp on the way out (two MUFU.EX2 per element).
+  constexpr bool kKeepExp = std::is_same_v<T, float> || NV <= 4;
+  float kept[kKeepExp ? NV : 1][VEC];
+  float s = 0.0f;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    float x[VEC];
+    raw_to_floats<T>(raw[j], x);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+      x[e] = exp_minus(x[e], m);
+      s += x[e];
+      if constexpr (kKeepExp) kept[j][e] = x[e];
+    }
+  }
+  s = G ? group_allreduce<(G ? G : 1)>(s, SumOp{}, slots) : block_allreduce<kTree>(s, SumOp{}, slots);
+  // The cluster's second sync also tells every block that the others are
+  // done reading cluster_max, so the next row may overwrite it.
+  s = cluster_allreduce<C>(s, SumOp{}, cluster_sum);
+  const float r = 1.0f / s;
+  if (!valid) return;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const int64_t v0 = (int64_t{j} * tpr + lane) * VEC - hs;
+    float x[VEC];
+    if constexpr (kKeepExp) {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) x[e] = kept[j][e] * r;
+    } else {
+      raw_to_floats<T>(raw[j], x);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m) * r;
+    }
+    if (v0 >= 0 && v0 + VEC <= length && out_stride == 1 && aligned16(q + v0)) {
+      store_floats<VEC>(q + v0, x);
+    } else {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e)
+        if (v0 + e >= 0 && v0 + e < length) q[(v0 + e) * out_stride] = from_float<T>(x[e]);
+    }
+  }
+}
+
 // MB: resident blocks per SM the compiler must allow (a register cap).
 template <class T, int G, int NV, int C, class Index, int MB = 1>
 __global__ void __launch_bounds__(G ? 256 : max_row_block<T, NV>(), MB > 1 ? MB : 0)
@@ -218,63 +286,89 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
         raw[j] = to_raw(v);
       }
     }
-    float m = -INFINITY;
-#pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      float x[VEC];
-      raw_to_floats<T>(raw[j], x);
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) m = fmaxf(m, x[e]);
-    }
-    // Blocks of up to 1024 threads combine their 32 warps by a shuffle tree.
-    constexpr bool kTree = max_row_block<T, NV>() > 512;
-    m = G ? group_allreduce<(G ? G : 1)>(m, MaxOp{}, slots) : block_allreduce<kTree>(m, MaxOp{}, slots);
-    m = cluster_allreduce<C>(m, MaxOp{}, &cluster_max);
-    // exp(x - max) is kept in float registers when they hold it (float32,
-    // or 16-bit with at most 4 slots); 8 slots of 16-bit keep only the
-    // input and recompute exp on the way out (two MUFU.EX2 per element).
-    constexpr bool kKeepExp = std::is_same_v<T, float> || NV <= 4;
-    float kept[kKeepExp ? NV : 1][VEC];
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      float x[VEC];
-      raw_to_floats<T>(raw[j], x);
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        x[e] = exp_minus(x[e], m);
-        s += x[e];
-        if constexpr (kKeepExp) kept[j][e] = x[e];
-      }
-    }
-    s = G ? group_allreduce<(G ? G : 1)>(s, SumOp{}, slots) : block_allreduce<kTree>(s, SumOp{}, slots);
-    // The cluster's second sync also tells every block that the others are
-    // done reading cluster_max, so the next row may overwrite it.
-    s = cluster_allreduce<C>(s, SumOp{}, &cluster_sum);
-    const float r = 1.0f / s;
-    if (!valid) continue;
-#pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const int64_t v0 = (int64_t{j} * tpr + lane) * VEC - hs;
-      float x[VEC];
-      if constexpr (kKeepExp) {
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) x[e] = kept[j][e] * r;
-      } else {
-        raw_to_floats<T>(raw[j], x);
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m) * r;
-      }
-      if (v0 >= 0 && v0 + VEC <= length && out_stride == 1 && aligned16(q + v0)) {
-        store_floats<VEC>(q + v0, x);
-      } else {
-#pragma unroll
-        for (int e = 0; e < VEC; ++e)
-          if (v0 + e >= 0 && v0 + e < length) q[(v0 + e) * out_stride] = from_float<T>(x[e]);
-      }
-    }
+    softmax_row_in_registers<T, G, NV, C>(raw, q, length, out_stride, tpr, lane, hs, valid, slots, &cluster_max,
+                                          &cluster_sum, [] {});
   }
   if constexpr (C > 1) cg::this_cluster().sync();  // keep cluster_sum alive until all have read it
+}
+
+// ---- rows streamed through shared memory ------------------------------------------
+// The rows_block plan, for many rows that start 16-byte aligned and are whole
+// vectors long: a resident grid of blocks, each taking every gridDim.x-th row.
+// Thread 0 keeps the block's next rows in flight as bulk asynchronous copies
+// (TMA) into `buffers` row-sized shared-memory buffers, so reading does not
+// stop while the block combines and writes a row: in rows_block a block has
+// no loads in flight from its row's last load until the next row starts.
+// The threads copy their slots from shared memory into registers and go on
+// exactly as rows_block does.
+constexpr int kMaxStreamBuffers = 4;
+
+template <class T, int NV, class Index, int MB = 1>
+__global__ void __launch_bounds__(max_row_block<T, NV>(), MB > 1 ? MB : 0)
+softmax_stream_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nrows, int64_t length,
+                      int64_t out_stride, int buffers) {
+#if __CUDA_ARCH__ >= 900
+  constexpr int VEC = kVec16<T>;
+  extern __shared__ Raw16 row_buffers[];        // buffers x row_vectors
+  __shared__ uint64_t landed[kMaxStreamBuffers];  // one mbarrier per buffer
+  __shared__ float slots[kMaxWarps];
+  const int64_t row_vectors = length / VEC;
+  const auto issue = [&](int64_t row, int b) {
+    int64_t offsets[2];
+    rows.get(static_cast<Index>(row), offsets);
+    const uint32_t bytes = static_cast<uint32_t>(row_vectors * sizeof(Raw16));
+    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                         &landed[b], bytes);
+    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, row_buffers + b * row_vectors,
+                             src + offsets[1], bytes, &landed[b]);
+  };
+  if (threadIdx.x == 0) {
+    for (int b = 0; b < buffers; ++b) cuda::ptx::mbarrier_init(&landed[b], 1);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the barriers, as the copy engine sees them
+    for (int b = 0; b < buffers; ++b)
+      if (blockIdx.x + int64_t{b} * gridDim.x < nrows) issue(blockIdx.x + int64_t{b} * gridDim.x, b);
+  }
+  __syncthreads();  // no thread waits on a barrier before it is initialized
+  Raw16 padding;
+  {
+    Vec<T, VEC> v;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) v.v[e] = from_float<T>(-INFINITY);  // contributes exp(-inf) = 0
+    padding = to_raw(v);
+  }
+  int b = 0;
+  uint32_t parity = 0;  // of buffer b's barrier phase
+  for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {
+    while (!cuda::ptx::mbarrier_try_wait_parity(&landed[b], parity)) {
+    }
+    const Raw16* buffer = row_buffers + b * row_vectors;
+    Raw16 raw[NV];
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      const int64_t v = int64_t{j} * blockDim.x + threadIdx.x;
+      raw[j] = v < row_vectors ? buffer[v] : padding;
+    }
+    int64_t offsets[2];
+    rows.get(static_cast<Index>(row), offsets);
+    // The max's block reduction holds barriers that every thread reaches
+    // after copying its slots out of the buffer: thread 0 may refill it.
+    const auto refill = [&] {
+      const int64_t next = row + int64_t{buffers} * gridDim.x;
+      if (threadIdx.x == 0 && next < nrows) {
+        cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the threads' reads before the copy's writes
+        issue(next, b);
+      }
+    };
+    softmax_row_in_registers<T, 0, NV, 1>(raw, out + offsets[0], length, out_stride, blockDim.x, threadIdx.x, 0,
+                                          true, slots, nullptr, nullptr, refill);
+    if (++b == buffers) {
+      b = 0;
+      parity ^= 1;
+    }
+  }
+#else
+  __trap();  // planned only on sm_90 and newer
+#endif
 }
 
 // ---- long rows, split over blocks -------------------------------------------------
@@ -682,6 +776,8 @@ struct SoftmaxNvidia : oprt_descriptor {
   int waves = 4;            // rows: resident grids of blocks in the grid
   int min_blocks = 1;       // rows_block: blocks per SM the register use must allow
   int split_unroll = 4;     // split: vectors in flight per thread
+  bool stream = false;      // rows_block rows streamed through shared memory (rows_stream)
+  int stream_buffers = 1;   // rows_stream: rows in shared memory per block
   bool shift = false;       // rows: rows start at varying alignment
   int64_t splits = 1, chunk = 0;
   unsigned grid = 0;        // split, resident: the cooperative grid
@@ -700,23 +796,10 @@ int64_t ceil_pow2(int64_t x) {
   return p;
 }
 
-// The shared memory a resident block holds its chunk in, set on the kernel
-// once per device (the kernel's static shared memory comes first).
+// The shared memory a resident block holds its chunk in (on the current device).
 template <class T, class Index>
 size_t resident_cache_bytes() {
-  static std::atomic<size_t> set_on[kMaxDevices] = {};  // bytes, per device; 0: not yet
-  const DeviceInfo& info = current_device_info();       // (fails for a device index past kMaxDevices)
-  int device = 0;
-  OPRT_CUDA_CHECK(cudaGetDevice(&device));
-  if (const size_t bytes = set_on[device].load()) return bytes;
-  const auto kernel = softmax_resident_kernel<T, Index>;
-  cudaFuncAttributes attributes = {};
-  OPRT_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  const int64_t room = info.max_smem_per_block_optin - static_cast<int64_t>(attributes.sharedSizeBytes);
-  const size_t bytes = static_cast<size_t>(std::clamp<int64_t>(room, 0, int64_t{kMaxPieces} * kPieceVectors * 16) / 16 * 16);
-  OPRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  set_on[device].store(bytes);
-  return bytes;
+  return opt_in_dynamic_smem<softmax_resident_kernel<T, Index>>(size_t{kMaxPieces} * kPieceVectors * 16);
 }
 
 // Cuts every row into `splits` chunks of whole vectors, about `blocks` in
@@ -746,6 +829,66 @@ void plan_resident(SoftmaxNvidia& d, int vec) {
   });
   // At most one chunk per block, each at least a round of the block's loads.
   plan_chunks(d, d.grid, int64_t{kResidentThreads} * vec * kResidentUnroll, vec);
+}
+
+// Calls f(NV, MB) (integral constants) for d's rows_block kernels: the
+// vector slots per thread and the blocks per SM their registers allow.
+template <class T, class F>
+void visit_block_shape(const SoftmaxNvidia& d, F f) {
+  using std::integral_constant;
+  if (d.slots == 4) {
+    if constexpr (max_row_block<T, 4>() == 512) {
+      if (d.min_blocks == 2) return f(integral_constant<int, 4>{}, integral_constant<int, 2>{});
+    }
+    return f(integral_constant<int, 4>{}, integral_constant<int, 1>{});
+  }
+  if (d.min_blocks == 2) return f(integral_constant<int, 8>{}, integral_constant<int, 2>{});
+  return f(integral_constant<int, 8>{}, integral_constant<int, 1>{});
+}
+
+size_t stream_smem_bytes(const SoftmaxNvidia& d) {
+  return static_cast<size_t>(d.stream_buffers) * static_cast<size_t>(d.length) * find_dtype(d.dtype)->size;
+}
+
+// Turns a rows_block plan into rows_stream where it applies: sm_90 and newer,
+// rows 16-byte aligned and whole vectors long, `stream_buffers` of them fit
+// in a block's shared memory, more rows than the resident grid has blocks
+// (with a row per block there is nothing to prefetch), and rows_block would
+// keep few blocks on an SM (1; 2 for 16-bit rows): with more, some block
+// always has loads in flight anyway. H200 (scripts/nvidia_ab.py, rows_block
+// vs one buffer): 16384^2 float32 591.6 vs 552.5 us (1 block per SM), bf16
+// 305.6 vs 280.4 (2), 4096x32768 bf16 194.3 vs 147.3 (1); slower at 8192^2,
+// float32 136.9 vs 140.7 (2), bf16 72.0 vs 73.2 (4). Two buffers: 545.9 /
+// 291.8 / 150.3.
+void plan_stream(SoftmaxNvidia& d, bool aligned_rows, int vec) {
+  if (tuned("SOFTMAX_STREAM", 1) != 1 || current_device_info().cc_major < 9 || !aligned_rows ||
+      d.length % vec != 0 || d.block < 64)
+    return;
+  d.stream_buffers = static_cast<int>(std::clamp<int64_t>(tuned("SOFTMAX_STREAM_BUFFERS", 1), 1, kMaxStreamBuffers));
+  const int max_per_sm = static_cast<int>(std::clamp<int64_t>(tuned("SOFTMAX_STREAM_BLOCKS", 32), 1, 32));
+  // rows_block blocks per SM below which to stream (float32 rows carry half
+  // the arithmetic per byte: at 2 blocks they stream slower, 16-bit faster)
+  const int most_row_blocks = static_cast<int>(tuned("SOFTMAX_STREAM_BELOW", find_dtype(d.dtype)->size == 4 ? 2 : 3));
+  const size_t smem = stream_smem_bytes(d);
+  unsigned grid = 0;
+  dispatch_dtype(d.dtype, [&](auto type) {
+    dispatch_index(d.nrows, [&](auto index) {
+      using T = decltype(type);
+      using Index = decltype(index);
+      visit_block_shape<T>(d, [&](auto nv, auto mb) {
+        int row_blocks = 0;
+        OPRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &row_blocks, softmax_rows_kernel<T, 0, nv.value, 1, Index, mb.value>, d.block, 0));
+        constexpr auto kernel = softmax_stream_kernel<T, nv.value, Index, mb.value>;
+        if (row_blocks < most_row_blocks && opt_in_dynamic_smem<kernel>() >= smem)
+          grid = resident_grid(kernel, d.block, max_per_sm, smem);
+      });
+    });
+  });
+  if (grid == 0 || d.nrows <= grid) return;
+  d.stream = true;
+  d.grid = grid;
+  d.variant = "rows_stream";
 }
 
 SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src, int32_t dim) {
@@ -815,6 +958,7 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       d->group = 0;
       d->block = static_cast<int>(ceil_div(threads, 32) * 32);
       d->variant = "rows_block";
+      plan_stream(*d, aligned_rows, vec);
       return d;
     }
     d->slots = kRowSlots;  // clusters and split rows hold 8 slots
@@ -884,6 +1028,19 @@ void launch_rows_group(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_
   check_launch("softmax_rows_kernel");
 }
 
+template <class T, class Index>
+void launch_rows_stream(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
+  visit_block_shape<T>(d, [&](auto nv, auto mb) {
+    constexpr auto kernel = softmax_stream_kernel<T, nv.value, Index, mb.value>;
+    const size_t smem = stream_smem_bytes(d);
+    if (opt_in_dynamic_smem<kernel>() < smem)  // on this device (the descriptor may be another's)
+      fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows_stream: %zu bytes of shared memory do not fit", smem);
+    kernel<<<d.grid, d.block, smem, stream>>>(out, src, OffsetCalc<2, Index>(d.rows), d.nrows, d.length, d.out_stride,
+                                              d.stream_buffers);
+    check_launch("softmax_stream_kernel");
+  });
+}
+
 template <class T, int NV, class Index>
 void launch_rows_slots(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
   switch (d.group) {
@@ -929,6 +1086,8 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
       case 8: return launch_rows_cluster<T, 8, Index>(d, out, src, stream);
       default: break;
     }
+    // rows_stream bulk-copies rows, which must start 16-byte aligned; else rows_block.
+    if (d.stream && (reinterpret_cast<uintptr_t>(src) & 15) == 0) return launch_rows_stream<T, Index>(d, out, src, stream);
     switch (d.slots) {
       case 2: return launch_rows_slots<T, 2, Index>(d, out, src, stream);
       case 4: return launch_rows_slots<T, 4, Index>(d, out, src, stream);
