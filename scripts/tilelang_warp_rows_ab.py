@@ -11,7 +11,8 @@ and torch, each first checked against torch on ragged shapes.
               at 5..66 segments, float32 and bf16; timed at 8192x8192
               (H200: docs/data/tilelang-h200-2026-12-02f-columns-ab.txt);
               then softmax over dim 0 (column_stats + column_apply) at
-              5..66 segments (H200: docs/data/tilelang-h200-2026-12-02g-columns-ab.txt)
+              5..66 segments (H200: docs/data/tilelang-h200-2026-12-02g-columns-ab.txt),
+              and with column_combine between the passes ("c" rows)
   split       softmax split_stats + split_apply (long rows) with 2 or 4
               vectors in flight per thread, at 33..528 segments per row,
               float32 and bf16; timed at 4 x 4M
@@ -73,6 +74,8 @@ else:
         jobs.append(("reduce_sum", "columns", ("float32", dt, 1)))  # the second pass
         jobs.append(("softmax", "column_stats", (dt, vec)))
         jobs.append(("softmax", "column_apply", (dt, vec)))
+        jobs.append(("softmax", "column_apply", (dt, vec, 4, True)))  # after column_combine
+    jobs.append(("softmax", "column_combine", ()))
 
 
 def two_pass(stats_k, apply_k, x, out, ref, stats, label, nv, tt):
@@ -87,8 +90,10 @@ def two_pass(stats_k, apply_k, x, out, ref, stats, label, nv, tt):
 
 def run_softmax_columns(kernels):
     """Softmax over dim 0 of 8192 x 8192 (stats pass, then apply), at several
-    S around the planner's (9 float32, 17 bf16)."""
+    S around the planner's (5 float32, 9 bf16); then with column_combine
+    between them (apply reads one merged pair per column)."""
     print(f"{'dtype':9s} {'S':>3s} {'us':>8s} {'GB/s':>6s}  ok   | nvidia_us torch_us")
+    combine = kernels[("softmax", "column_combine", ())]
     for dt_name in ("float32", "bfloat16"):
         dt = getattr(torch, dt_name)
         vec = 16 // dt.itemsize
@@ -102,6 +107,10 @@ def run_softmax_columns(kernels):
         for S in (5, 9, 17, 33, 66):
             two_pass(stats_k, apply_k, x, out, ref, torch.empty(2, 1, S, 8192, device="cuda"),
                      f"{dt_name:9s} {S:3d}", nv, tt)
+        merged_k = kernels[("softmax", "column_apply", (dt_name, vec, 4, True))]
+        for S in (5, 9, 17, 33, 66, 132):
+            two_pass(lambda x, st: (stats_k(x, st), combine(st)), merged_k, x, out, ref,
+                     torch.empty(2, 1, S, 8192, device="cuda"), f"{dt_name:9s} {S:3d}c", nv, tt)
 
 
 def run_split(kernels):

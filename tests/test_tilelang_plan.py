@@ -122,10 +122,24 @@ class FakeKernels:
                     stats[0, :, s, :] = m
                     stats[1, :, s, :] = torch.exp(x - m[:, None, :]).sum(1)
             return run
-        if key == "softmax.column_apply":
-            def run(src, stats, out):
+        if key == "softmax.column_combine":
+            def run(stats):  # segment 0 = the merged pair; the other segments left as they were
                 m = stats[0].max(1).values
                 total = (stats[1] * torch.exp(stats[0] - m[:, None, :])).sum(1)
+                stats[0, :, 0, :] = m
+                stats[1, :, 0, :] = total
+            return run
+        if key == "softmax.column_apply":
+            merged = len(args) > 3 and args[3]
+
+            def run(src, stats, out):
+                if merged:  # reads segment 0 only: poison the others to prove it
+                    stats = stats.clone()
+                    stats[:, :, 1:, :] = math.nan
+                    m, total = stats[0, :, 0, :], stats[1, :, 0, :]
+                else:
+                    m = stats[0].max(1).values
+                    total = (stats[1] * torch.exp(stats[0] - m[:, None, :])).sum(1)
                 out.copy_((torch.exp(src.float() - m[:, None, :]) / total[:, None, :]).to(out.dtype))
             return run
         raise AssertionError(f"no fake for {key}")

@@ -25,9 +25,12 @@ Kernels (sizes T.dynamic):
                                         workspace with an online update, the
                                         second merges a row's S pairs and
                                         writes its segment: 2 reads + 1 write
-  column_stats(dtype) + column_apply(dtype)
-                                        the same two steps down columns, one
-                                        thread per column, S row segments
+  column_stats(dtype) + column_combine() + column_apply(dtype, merged=True)
+                                        the same steps down columns, one
+                                        thread per column, S row segments;
+                                        column_combine merges a column's S
+                                        pairs once (column_apply alone merges
+                                        them in every segment: for S = 1)
 out may be src itself: every element is read before its own write.
 """
 
@@ -403,11 +406,43 @@ def column_stats(dtype: str, vec: int, unroll: int = 4):
     return softmax_column_stats
 
 
+def column_combine():
+    """Merges each column's S (max, sum) pairs in segment order into segment
+    0's slot, a thread per column (coalesced along C). Run between
+    column_stats and column_apply(merged=True), it reads the S pairs once per
+    column, where column_apply's own merge reads them once per segment: S^2
+    per column, which made many segments slower than few."""
+    threads = 256
+    B, C, S = T.dynamic("B C S")
+
+    @T.prim_func
+    def softmax_column_combine(stats: T.Tensor((2, B, S, C), F32)):
+        with T.Kernel(T.ceildiv(C, threads), B, threads=threads) as (bx, b):
+            tx = T.get_thread_binding()
+            m = T.alloc_local((1,), F32)
+            mn = T.alloc_local((1,), F32)
+            s = T.alloc_local((1,), F32)
+            c = bx * threads + tx
+            if c < C:
+                m[0] = stats[0, b, 0, c]
+                s[0] = stats[1, b, 0, c]
+                for j in T.serial(1, S):
+                    mn[0] = T.max(m[0], stats[0, b, j, c])
+                    s[0] = scaled(s[0], m[0], mn[0]) + scaled(stats[1, b, j, c], stats[0, b, j, c], mn[0])
+                    m[0] = mn[0]
+                stats[0, b, 0, c] = m[0]
+                stats[1, b, 0, c] = s[0]
+
+    return softmax_column_combine
+
+
 @with_stores_lowered
-def column_apply(dtype: str, vec: int, unroll: int = 4):
+def column_apply(dtype: str, vec: int, unroll: int = 4, merged: bool = False):
     """The column tiles of column_stats: the block first merges its columns'
     S (max, sum) pairs (warp w takes segments w, w + 8, ...; then the 8 warps'
-    results in shared memory, in warp order), then writes its segment."""
+    results in shared memory, in warp order), then writes its segment.
+    merged: column_combine has left the merged pairs in segment 0; every
+    thread reads its columns' pair there."""
     threads = 256
     lanes = threads // 32
     cols = 32 * vec
@@ -434,22 +469,29 @@ def column_apply(dtype: str, vec: int, unroll: int = 4):
             for v in T.unroll(vec):
                 m[v] = T.float32(NEG_INF)
                 s[v] = T.float32(0)
-            if c0 < C:
-                for j in T.serial(T.ceildiv(S, lanes)):
-                    if j * lanes + warp < S:
-                        for v in T.unroll(vec):
-                            mn[v] = T.max(m[v], stats[0, b, j * lanes + warp, c0 + v])
-                            s[v] = scaled(s[v], m[v], mn[v]) + scaled(stats[1, b, j * lanes + warp, c0 + v],
-                                                                      stats[0, b, j * lanes + warp, c0 + v], mn[v])
-                            m[v] = mn[v]
-            for v in T.unroll(vec):
-                red_m[warp, lane * vec + v] = m[v]
-                red_s[warp, lane * vec + v] = s[v]
-            T.sync_threads()
-            if c0 < C:
+            if merged:
+                if c0 < C:
+                    for v in T.unroll(vec):
+                        m[v] = stats[0, b, 0, c0 + v]
+                        s[v] = T.float32(1) / stats[1, b, 0, c0 + v]  # from here on, the reciprocal of the sum
+            else:
+                if c0 < C:
+                    for j in T.serial(T.ceildiv(S, lanes)):
+                        if j * lanes + warp < S:
+                            for v in T.unroll(vec):
+                                mn[v] = T.max(m[v], stats[0, b, j * lanes + warp, c0 + v])
+                                s[v] = scaled(s[v], m[v], mn[v]) + scaled(stats[1, b, j * lanes + warp, c0 + v],
+                                                                          stats[0, b, j * lanes + warp, c0 + v], mn[v])
+                                m[v] = mn[v]
                 for v in T.unroll(vec):
-                    merge_lanes(m, s, mn, v, red_m, red_s, lane * vec + v, lanes)
-                    s[v] = T.float32(1) / s[v]  # from here on, the reciprocal of the sum
+                    red_m[warp, lane * vec + v] = m[v]
+                    red_s[warp, lane * vec + v] = s[v]
+                T.sync_threads()
+                if c0 < C:
+                    for v in T.unroll(vec):
+                        merge_lanes(m, s, mn, v, red_m, red_s, lane * vec + v, lanes)
+                        s[v] = T.float32(1) / s[v]  # from here on, the reciprocal of the sum
+            if c0 < C:
                 for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * unroll)):
                     if start + (k * unroll + unroll - 1) * lanes < end:
                         load_column_round(src, buf, b, start, k, unroll, lanes, c0, vec)
@@ -486,4 +528,6 @@ def variants():
         for vec in (v, 1):
             out.append((f"column_stats_{d}_{vec}", column_stats, (d, vec)))
             out.append((f"column_apply_{d}_{vec}", column_apply, (d, vec)))
+            out.append((f"column_apply_merged_{d}_{vec}", column_apply, (d, vec, 4, True)))
+    out.append(("column_combine", column_combine, ()))
     return out

@@ -634,13 +634,19 @@ def _plan_softmax_columns(p: Planner, dtype, B: int, R: int, C: int):
     vec = _vec(dtype)
     use_vec = C % vec == 0
     tiles = B * -(-C // (32 * (vec if use_vec else 1)))  # a block per 32 lanes x vec columns
-    # 2 blocks per SM: on the H200 (scripts/tilelang_warp_rows_ab.py columns)
-    # 8192^2 over dim 0 ran in 221.7 / 185.6 us (float32 / bf16) at 5 / 9
-    # segments (320 / 288 blocks), 239.0 / 191.2 at the 4 per SM of 9 / 17.
-    S = _segments(tiles, R, 64, TARGET_BLOCKS // 2)
+    # Segments for 8 blocks per SM, as the column sums; column_combine merges
+    # each column's S pairs once, so column_apply reads one (it merged all S
+    # in every segment's block before: S^2 reads, which held the two-launch
+    # plan to 2 blocks per SM). H200 (scripts/tilelang_warp_rows_ab.py
+    # columns), 8192^2 over dim 0, float32 / bf16: 216.6-221.9 / 164.7-169.1
+    # us at S = 17-33 with the combine, 222.2 / 185.5 at the best S without.
+    S = _segments(tiles, R, 64, 2 * TARGET_BLOCKS)
+    merged = S > 1
     vec_args, scalar = (dt, vec if use_vec else 1), (dt, 1)
     stats_k = p.launcher("softmax", "column_stats", vec_args, scalar)
-    apply_k = p.launcher("softmax", "column_apply", vec_args, scalar)
+    after_combine = (4, True) if merged else ()
+    apply_k = p.launcher("softmax", "column_apply", vec_args + after_combine, scalar + after_combine)
+    combine = p.kernel("softmax", "column_combine", ()) if merged else None
     name = f"stats{len(p.ws.regions)}"
     p.ws.add(name, 2 * B * S * C, torch.float32)
     regions = p.ws
@@ -649,6 +655,8 @@ def _plan_softmax_columns(p: Planner, dtype, B: int, R: int, C: int):
         stats = regions.view(ws, name, (2, B, S, C))
         aligned = _aligned(src, out)
         stats_k(aligned)(src, stats)
+        if merged:
+            combine(stats)
         apply_k(aligned)(src, stats, out)
 
     return run, f"columns{S}"

@@ -1,7 +1,7 @@
 """Large-shape benchmark of the TileLang backend against torch (and the
 nvidia backend when it is available), on one GPU:
 
-    python -m operator_runtime._internal.tilelang_bench [--quick]
+    python -m operator_runtime._internal.tilelang_bench [--quick] [--op OP...] [--case PREFIX...]
 
 Prints one row per (op, shape, dtype): the variant chosen, first-call time
 (plan + kernel compile or disk-cache load), steady-state time (median of
@@ -37,6 +37,7 @@ def cases(quick: bool):
         ("reduce_sum", "scalar_64M", (64 * M,), {"dim": None}, "contiguous"),
         ("softmax", "rows_262144x128", (262144, 128), {"dim": -1}, "contiguous"),
         ("softmax", "medium_8192x8192", (8192, 8192), {"dim": -1}, "contiguous"),
+        ("softmax", "large_16384x16384", (16384, 16384), {"dim": -1}, "contiguous"),
         ("softmax", "long_4x4M", (4, 4 * M), {"dim": -1}, "contiguous"),
         ("softmax", "dim0_8192x8192", (8192, 8192), {"dim": 0}, "contiguous"),
         ("softmax", "vocab_4096x151936", (4096, 151936), {"dim": -1}, "contiguous"),
@@ -80,6 +81,8 @@ def time_it(fn):
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--op", nargs="*", help="only these ops")
+    parser.add_argument("--case", nargs="*", help="only cases whose name starts with one of these")
     args = parser.parse_args(argv)
     backends = ["tilelang"] + (["nvidia"] if "nvidia" in oprt.available_backends() else [])
     print(f"device {torch.cuda.get_device_name()}, backends {backends}")
@@ -87,6 +90,8 @@ def main(argv=None):
               f"{'torch_us':>9s} {'vs_torch':>8s} {'nvidia_us':>9s} {'vs_nv':>6s}")
     print(header)
     for op, name, shape, params, layout, dtype in cases(args.quick):
+        if (args.op and op not in args.op) or (args.case and not name.startswith(tuple(args.case))):
+            continue
         inputs = make_inputs(op, shape, layout, dtype)
         if op in ("copy", "vector_add", "softmax"):
             out_shape = torch.broadcast_shapes(*[t.shape for t in inputs])
