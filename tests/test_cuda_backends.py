@@ -336,6 +336,16 @@ def test_many_row_softmax_special_values(cuda_backend, dt):
     _check_softmax(out[finite.to(out.device)], src[finite.to(src.device)], -1, "finite rows")
 
 
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_many_row_softmax_in_place(cuda_backend, dt):
+    """out is src on rows of the streamed shape (nvidia: rows_stream reads the
+    block's next row while it writes the current one in place)."""
+    src = _randn((400, 16384), dt, 33)
+    x = src.clone()
+    oprt.softmax_(x, x, -1, backend=cuda_backend)
+    _check_softmax(x, src, -1, "softmax_(x, x)")
+
+
 def test_copy_past_2_to_the_31(cuda_backend):
     """2**31 + 7 float16 elements (4 GiB a tensor): 32-bit indexing would
     wrap. Checked at the tail, around 2**31 and at random positions."""
