@@ -336,14 +336,20 @@ def split_apply(dtype: str, vec: int, unroll: int = 2):
 
 
 @T.macro
+def merge_pair(m, s, mn, i, m_other, s_other):
+    """(m[i], s[i]) merged with the (max, sum) pair (m_other, s_other); mn[i] is scratch."""
+    mn[i] = T.max(m[i], m_other)
+    s[i] = scaled(s[i], m[i], mn[i]) + scaled(s_other, m_other, mn[i])
+    m[i] = mn[i]
+
+
+@T.macro
 def merge_lanes(m, s, mn, i, red_m, red_s, col, lanes):
     """m[i], s[i] = the (max, sum) pairs red_m/red_s[0..lanes-1, col] merged in lane order."""
     m[i] = red_m[0, col]
     s[i] = red_s[0, col]
     for w in T.unroll(1, lanes):
-        mn[i] = T.max(m[i], red_m[w, col])
-        s[i] = scaled(s[i], m[i], mn[i]) + scaled(red_s[w, col], red_m[w, col], mn[i])
-        m[i] = mn[i]
+        merge_pair(m, s, mn, i, red_m[w, col], red_s[w, col])
 
 
 def column_stats(dtype: str, vec: int, unroll: int = 4):
@@ -427,9 +433,7 @@ def column_combine():
                 m[0] = stats[0, b, 0, c]
                 s[0] = stats[1, b, 0, c]
                 for j in T.serial(1, S):
-                    mn[0] = T.max(m[0], stats[0, b, j, c])
-                    s[0] = scaled(s[0], m[0], mn[0]) + scaled(stats[1, b, j, c], stats[0, b, j, c], mn[0])
-                    m[0] = mn[0]
+                    merge_pair(m, s, mn, 0, stats[0, b, j, c], stats[1, b, j, c])
                 stats[0, b, 0, c] = m[0]
                 stats[1, b, 0, c] = s[0]
 
@@ -479,10 +483,8 @@ def column_apply(dtype: str, vec: int, unroll: int = 4, merged: bool = False):
                     for j in T.serial(T.ceildiv(S, lanes)):
                         if j * lanes + warp < S:
                             for v in T.unroll(vec):
-                                mn[v] = T.max(m[v], stats[0, b, j * lanes + warp, c0 + v])
-                                s[v] = scaled(s[v], m[v], mn[v]) + scaled(stats[1, b, j * lanes + warp, c0 + v],
-                                                                          stats[0, b, j * lanes + warp, c0 + v], mn[v])
-                                m[v] = mn[v]
+                                merge_pair(m, s, mn, v, stats[0, b, j * lanes + warp, c0 + v],
+                                           stats[1, b, j * lanes + warp, c0 + v])
                 for v in T.unroll(vec):
                     red_m[warp, lane * vec + v] = m[v]
                     red_s[warp, lane * vec + v] = s[v]
