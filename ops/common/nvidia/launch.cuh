@@ -82,7 +82,7 @@ size_t opt_in_dynamic_smem(size_t cap = SIZE_MAX) {
   cudaFuncAttributes attributes = {};
   OPRT_CUDA_CHECK(cudaFuncGetAttributes(&attributes, Kernel));
   const int64_t room = info.max_smem_per_block_optin - static_cast<int64_t>(attributes.sharedSizeBytes);
-  const size_t bytes = static_cast<size_t>(static_cast<int64_t>(std::min<uint64_t>(std::max<int64_t>(room, 0), cap)) / 16 * 16);
+  const size_t bytes = std::min<size_t>(static_cast<size_t>(std::max<int64_t>(room, 0)), cap) / 16 * 16;
   OPRT_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   set_on[device].store(bytes);
   return bytes;

@@ -118,11 +118,13 @@ void plan_resident(SoftmaxNvidia& d, int vec) {
   plan_chunks(d, d.grid, int64_t{kResidentThreads} * vec * kResidentUnroll, vec);
 }
 
-// Calls f(NV, MB) (integral constants) for d's rows_block kernels: the
-// vector slots per thread and the blocks per SM their registers allow.
+// Calls f(NV, MB) (integral constants) for d's block-per-row kernels
+// (rows_block, rows_stream): the vector slots per thread (planned 4 or 8)
+// and the blocks per SM their registers allow.
 template <class T, class F>
 void visit_block_shape(const SoftmaxNvidia& d, F f) {
   using std::integral_constant;
+  if (d.slots != 4 && d.slots != 8) fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows: a block per row with %d slots", d.slots);
   if (d.slots == 4) {
     if constexpr (max_row_block<T, 4>() == 512) {
       if (d.min_blocks == 2) return f(integral_constant<int, 4>{}, integral_constant<int, 2>{});
@@ -328,6 +330,7 @@ void launch_rows_stream(const SoftmaxNvidia& d, T* out, const T* src, cudaStream
   });
 }
 
+// rows_warp: G threads per row (a power of two up to a warp).
 template <class T, int NV, class Index>
 void launch_rows_slots(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
   switch (d.group) {
@@ -337,15 +340,7 @@ void launch_rows_slots(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_
     case 8: return launch_rows_group<T, 8, NV, Index>(d, out, src, stream);
     case 16: return launch_rows_group<T, 16, NV, Index>(d, out, src, stream);
     case 32: return launch_rows_group<T, 32, NV, Index>(d, out, src, stream);
-    default:  // a whole block per row: planned with 4 or 8 slots only
-      if constexpr (NV > 2) {
-        if constexpr (max_row_block<T, NV>() == 512) {
-          if (d.min_blocks == 2) return launch_rows_group<T, 0, NV, Index, 2>(d, out, src, stream);
-        }
-        return launch_rows_group<T, 0, NV, Index>(d, out, src, stream);
-      } else {
-        fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows: a block per row with %d slots per thread", NV);
-      }
+    default: fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows: %d threads per row", d.group);
   }
 }
 
@@ -373,8 +368,13 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
       case 8: return launch_rows_cluster<T, 8, Index>(d, out, src, stream);
       default: break;
     }
-    // rows_stream bulk-copies rows, which must start 16-byte aligned; else rows_block.
-    if (d.stream && (reinterpret_cast<uintptr_t>(src) & 15) == 0) return launch_rows_stream<T, Index>(d, out, src, stream);
+    if (d.group == 0) {  // a block per row
+      // rows_stream bulk-copies rows, which must start 16-byte aligned; else rows_block.
+      if (d.stream && (reinterpret_cast<uintptr_t>(src) & 15) == 0) return launch_rows_stream<T, Index>(d, out, src, stream);
+      return visit_block_shape<T>(d, [&](auto nv, auto mb) {
+        launch_rows_group<T, 0, nv.value, Index, mb.value>(d, out, src, stream);
+      });
+    }
     switch (d.slots) {
       case 2: return launch_rows_slots<T, 2, Index>(d, out, src, stream);
       case 4: return launch_rows_slots<T, 4, Index>(d, out, src, stream);
