@@ -50,7 +50,9 @@ SOFTMAX_CONFIGS = [
     ("slots4", {"SOFTMAX_SLOTS": 4}),
     ("waves1", {"SOFTMAX_WAVES": 1}),
     ("waves16", {"SOFTMAX_WAVES": 16}),
+    ("waves64", {"SOFTMAX_WAVES": 64}),
     # rows_stream (many rows of rows_block size): off, rows in shared memory per block, blocks per SM
+    ("no_dense", {"SOFTMAX_DENSE": 0}),  # the general rows kernel on dense rows too
     ("no_stream", {"SOFTMAX_STREAM": 0}),
     ("stream_all", {"SOFTMAX_STREAM_BELOW": 64}),  # also where rows_block keeps 3+ blocks per SM
     ("stream_buffers2", {"SOFTMAX_STREAM_BUFFERS": 2}),

@@ -126,6 +126,27 @@ VARIANT_CASES = [
     ("sum-zeros", "reduce_sum", [(7, 0)], "contiguous", {"dim": 1}, None),
     ("softmax-rows-warp", "softmax", [(4096, 100)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-warp-unaligned", "softmax", [(333, 37)], "offset", {"dim": -1}, None),
+    # rows back to back, whole vectors long (nvidia: the dense kernels); sliced rows, an
+    # unaligned base (planned dense, the general kernel runs) or the dense kernel turned off
+    ("softmax-rows-warp-dense", "softmax", [(4096, 128)], "contiguous", {"dim": -1, "nvidia_variant": "rows_warp_dense"},
+     None),
+    ("softmax-rows-warp-sliced", "softmax", [(4096, 128)], "sliced-rows", {"dim": -1, "nvidia_variant": "rows_warp"},
+     None),
+    ("softmax-rows-block-dense", "softmax", [(256, 8192)], "contiguous", {"dim": -1, "nvidia_variant": "rows_block_dense"},
+     None),
+    ("softmax-rows-block-dense-1024-threads", "softmax", [(64, 16384)], "contiguous",
+     {"dim": -1, "nvidia_variant": {"float32": "rows_block_dense"}}, None),
+    ("softmax-rows-block-dense-unaligned-base", "softmax", [(256, 8192)], "offset",
+     {"dim": -1, "nvidia_variant": "rows_block_dense"}, None),
+    # rows back to back but not whole vectors long: shifted onto 16-byte boundaries row by row
+    ("softmax-rows-block-dense-odd", "softmax", [(300, 12289)], "contiguous",
+     {"dim": -1, "nvidia_variant": "rows_block_dense"}, None),
+    ("softmax-rows-warp-dense-odd", "softmax", [(999, 37)], "contiguous", {"dim": -1, "nvidia_variant": "rows_warp_dense"},
+     None),
+    ("softmax-rows-block-sliced", "softmax", [(256, 8192)], "sliced-rows", {"dim": -1, "nvidia_variant": "rows_block"},
+     None),
+    ("softmax-rows-block-general", "softmax", [(256, 8192)], "contiguous",
+     {"dim": -1, "tune": {"SOFTMAX_DENSE": 0}, "nvidia_variant": "rows_block"}, None),
     ("softmax-rows-block", "softmax", [(256, 8000)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-warp-4-slots", "softmax", [(512, 1000)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-block-8-slots", "softmax", [(64, 20000)], "offset", {"dim": -1}, None),
@@ -145,9 +166,14 @@ VARIANT_CASES = [
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}}, None),
     # rows_block rows of at most 2 blocks per SM, more rows than the resident grid has blocks: rows
     # streamed through shared memory (nvidia: rows_stream)
-    ("softmax-rows-stream", "softmax", [(300, 16384)], "contiguous", {"dim": -1, "nvidia_variant": "rows_stream"}, None),
+    # (float32 rows of 16384 are planned dense, 2 blocks per SM: streamed only when told)
+    ("softmax-rows-stream", "softmax", [(300, 16384)], "contiguous",
+     {"dim": -1, "tune": {"SOFTMAX_STREAM_BELOW": 64}, "nvidia_variant": "rows_stream"}, None),
+    ("softmax-rows-stream-planned", "softmax", [(300, 16384)], "contiguous",
+     {"dim": -1, "nvidia_variant": {"float16": "rows_stream", "bfloat16": "rows_stream"}}, None),
     ("softmax-rows-stream-3-buffers", "softmax", [(300, 16384)], "contiguous",
-     {"dim": -1, "tune": {"SOFTMAX_STREAM_BUFFERS": 3}, "nvidia_variant": "rows_stream"}, None),
+     {"dim": -1, "tune": {"SOFTMAX_STREAM_BUFFERS": 3, "SOFTMAX_STREAM_BELOW": 64}, "nvidia_variant": "rows_stream"},
+     None),
     ("softmax-rows-stream-8-slots", "softmax", [(300, 32768)], "contiguous",
      {"dim": -1, "nvidia_variant": {"float16": "rows_stream", "bfloat16": "rows_stream"}}, None),
     # planned as rows_stream, but the base is not 16-byte aligned: rows_block runs
@@ -318,11 +344,20 @@ def test_long_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, re
     _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, f"finite rows {tune}")
 
 
+@pytest.mark.parametrize("tune", [{}, {"SOFTMAX_STREAM_BELOW": 64}, {"SOFTMAX_DENSE": 0, "SOFTMAX_STREAM": 0}],
+                         ids=["planned", "streamed", "general"])
 @pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.bfloat16], ids=["float32", "float16", "bfloat16"])
-def test_many_row_softmax_special_values(cuda_backend, dt):
+def test_many_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, request):
     """-inf, +inf and NaN in rows past the first the grid's blocks take (nvidia:
-    rows_stream, each block's later rows from its shared-memory buffers): NaN
-    rows where torch has them, the others exact."""
+    planned dense or rows_stream, each block's later rows from its
+    shared-memory buffers; told: rows_stream, or the general rows_block):
+    NaN rows where torch has them, the others exact."""
+    from operator_runtime._internal.operator import DESCRIPTOR_CACHE
+
+    for key, value in tune.items():
+        monkeypatch.setenv("OPRT_TUNE_" + key, str(value))
+    DESCRIPTOR_CACHE.clear()
+    request.addfinalizer(DESCRIPTOR_CACHE.clear)
     rows, n = 400, 16384
     src = _randn((rows, n), dt, 32)
     src[301] = -math.inf                  # all -inf: a NaN row
@@ -343,6 +378,18 @@ def test_many_row_softmax_in_place(cuda_backend, dt):
     x = src.clone()
     oprt.softmax_(x, x, -1, backend=cuda_backend)
     _check_softmax(x, src, -1, "softmax_(x, x)")
+
+
+@pytest.mark.parametrize("shape", [(300, 12289), (1, 1001), (999, 37), (256, 8192), (1, 8192)])
+@pytest.mark.parametrize("dt", [torch.float32, torch.float16], ids=["float32", "float16"])
+def test_softmax_in_place_unaligned(cuda_backend, dt, shape):
+    """softmax_(x, x) with x one element past a 16-byte boundary: out and src
+    equally misaligned (nvidia: the dense kernel shifts each row onto 16-byte
+    boundaries where the rows are not whole vectors, else the general kernel runs)."""
+    src = _randn(shape, dt, 34)
+    x = _offset(src)
+    oprt.softmax_(x, x, -1, backend=cuda_backend)
+    _check_softmax(x, src, -1, f"softmax_(x, x) {shape}")
 
 
 def test_copy_past_2_to_the_31(cuda_backend):

@@ -7,7 +7,10 @@
 //            the row once into registers, in its own dtype, and keeps it
 //            through max, sum and scale, writes it once. exp(x - max) stays
 //            in float registers too where they hold it (float32, and 16-bit
-//            rows up to 16K); longer 16-bit rows recompute it on the way out
+//            rows up to 16K); longer 16-bit rows recompute it on the way out.
+//            Dense rows (back to back in both tensors, bases equally
+//            aligned at execute) run a kernel without the general layout's
+//            offsets and per-vector alignment tests
 //   rows_stream  rows_block for many aligned rows where it keeps few
 //            blocks per SM (sm_90): a resident grid, each block's next row
 //            bulk-copied (TMA) into shared memory while it works on this one
@@ -66,6 +69,7 @@ struct SoftmaxNvidia : oprt_descriptor {
   bool stream = false;      // rows_block rows streamed through shared memory (rows_stream)
   int stream_buffers = 1;   // rows_stream: rows in shared memory per block
   bool shift = false;       // rows: rows start at varying alignment
+  bool dense = false;       // rows (a block or group per row): rows back to back in both tensors
   int64_t splits = 1, chunk = 0;
   unsigned grid = 0;        // split, resident: the cooperative grid
   int64_t cache_vectors = 0;  // resident: 16-byte vectors of shared memory per block
@@ -165,9 +169,13 @@ void plan_stream(SoftmaxNvidia& d, bool aligned_rows, int vec) {
       using T = decltype(type);
       using Index = decltype(index);
       visit_block_shape<T>(d, [&](auto nv, auto mb) {
-        int row_blocks = 0;
-        OPRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &row_blocks, softmax_rows_kernel<T, 0, nv.value, 1, Index, mb.value>, d.block, 0));
+        int row_blocks = 0;  // of the kernel that runs otherwise
+        if (d.dense)  // (aligned rows: no shift)
+          OPRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+              &row_blocks, softmax_dense_rows_kernel<T, 0, nv.value, mb.value>, d.block, 0));
+        else
+          OPRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+              &row_blocks, softmax_rows_kernel<T, 0, nv.value, 1, Index, mb.value>, d.block, 0));
         constexpr auto kernel = softmax_stream_kernel<T, nv.value, Index, mb.value>;
         if (row_blocks < most_row_blocks && opt_in_dynamic_smem<kernel>() >= smem)
           grid = resident_grid(kernel, d.block, max_per_sm, smem);
@@ -203,7 +211,11 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     bool aligned_rows = true;
     for (int k = 0; k < 2; ++k)
       for (int dd = 0; dd < p.rows.ndim; ++dd) aligned_rows &= (p.rows.strides[k][dd] * element_size) % 16 == 0;
-    d->shift = !aligned_rows;
+    d->dense = tuned("SOFTMAX_DENSE", 1) == 1 && d->out_stride == 1 &&
+               (p.rows.ndim == 0 || (p.rows.ndim == 1 && p.rows.strides[0][0] == d->length &&
+                                     p.rows.strides[1][0] == d->length));
+    // (the dense kernel without shift takes rows of whole vectors only; a single row may not be)
+    d->shift = !aligned_rows || (d->dense && d->length % vec != 0);
     const int64_t vectors = ceil_div(d->length + (d->shift ? vec - 1 : 0), vec);
     const auto max_block = [&](int64_t slots) -> int64_t {
       return element_size == 4 && slots == 4 ? max_row_block<float, 4>() : max_row_block<half, 8>();
@@ -230,7 +242,7 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     // capped at 64 registers (2 blocks of 512 per SM) ran 2-10% faster than
     // with the registers the compiler picks; float32 128-wide rows with a
     // one-block-per-task grid 5% faster than 4 resident grids.
-    const int64_t waves = element_size == 4 && nv == 2 ? 16 : 4;
+    const int64_t waves = d->dense ? 64 : element_size == 4 && nv == 2 ? 16 : 4;
     d->waves = static_cast<int>(std::clamp<int64_t>(tuned("SOFTMAX_WAVES", waves), 1, 64));
     // (Blocks of up to 1024 threads run one per SM.)
     d->min_blocks = max_block(nv) == 512 && tuned("SOFTMAX_MIN_BLOCKS", element_size < 4 && nv == 4 ? 2 : 1) == 2 ? 2 : 1;
@@ -239,14 +251,14 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       d->kind = Kind::kRows;
       d->group = static_cast<int>(ceil_pow2(threads));
       d->block = 256;
-      d->variant = "rows_warp";
+      d->variant = d->dense ? "rows_warp_dense" : "rows_warp";
       return d;
     }
     if (threads <= max_block(nv)) {
       d->kind = Kind::kRows;
       d->group = 0;
       d->block = static_cast<int>(ceil_div(threads, 32) * 32);
-      d->variant = "rows_block";
+      d->variant = d->dense ? "rows_block_dense" : "rows_block";
       plan_stream(*d, aligned_rows, vec);
       return d;
     }
@@ -308,10 +320,22 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
 }
 
 // ---- launch --------------------------------------------------------------------------
+bool aligned16_host(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+// rows_warp / rows_block: the dense kernel where d.dense and the bases are
+// equally aligned (both aligned, unless the rows are shifted anyway).
 template <class T, int G, int NV, class Index, int MB = 1>
 void launch_rows_group(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
   const int groups = G ? d.block / G : 1;
   const unsigned grid = grid_for(ceil_div(d.nrows, groups), std::max(1, 2048 / d.block), d.waves);
+  const uintptr_t misaligned = (reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(src)) & 15;
+  const uintptr_t apart = (reinterpret_cast<uintptr_t>(out) ^ reinterpret_cast<uintptr_t>(src)) & 15;
+  if (d.dense && (d.shift ? apart == 0 : misaligned == 0)) {
+    const auto kernel = d.shift ? softmax_dense_rows_kernel<T, G, NV, MB, true> : softmax_dense_rows_kernel<T, G, NV, MB>;
+    kernel<<<grid, d.block, 0, stream>>>(out, src, d.nrows, static_cast<int>(d.length));
+    check_launch("softmax_dense_rows_kernel");
+    return;
+  }
   softmax_rows_kernel<T, G, NV, 1, Index, MB><<<grid, d.block, 0, stream>>>(
       out, src, OffsetCalc<2, Index>(d.rows), d.nrows, d.length, d.out_stride, d.shift);
   check_launch("softmax_rows_kernel");
@@ -370,7 +394,7 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
     }
     if (d.group == 0) {  // a block per row
       // rows_stream bulk-copies rows, which must start 16-byte aligned; else rows_block.
-      if (d.stream && (reinterpret_cast<uintptr_t>(src) & 15) == 0) return launch_rows_stream<T, Index>(d, out, src, stream);
+      if (d.stream && aligned16_host(src)) return launch_rows_stream<T, Index>(d, out, src, stream);
       return visit_block_shape<T>(d, [&](auto nv, auto mb) {
         launch_rows_group<T, 0, nv.value, Index, mb.value>(d, out, src, stream);
       });

@@ -1,5 +1,6 @@
 // Private to softmax_nvidia.cu: rows held in registers (rows_warp,
-// rows_block, rows_cluster<C>) and rows_block's rows streamed through
+// rows_block, rows_cluster<C>; for dense rows without the layout's
+// generality) and rows_block's rows streamed through
 // shared memory (rows_stream).
 #ifndef OPRT_SOFTMAX_NVIDIA_ROWS_CUH_
 #define OPRT_SOFTMAX_NVIDIA_ROWS_CUH_
@@ -48,7 +49,12 @@ __device__ __forceinline__ float cluster_allreduce(float v, Op op, float* slot) 
 // thread of the block calls it together; after_max() runs once the max is
 // combined, which for a whole-block group is past a barrier that every
 // thread reaches after using its slots' source.
-template <class T, int G, int NV, int C, class AfterMax>
+enum class RowForm {
+  kGeneral,  // any q, out_stride and shift: each slot's store tested
+  kAligned,  // q 16-byte aligned, out_stride 1, hs 0, length whole vectors: every slot in the row is a vector
+  kShifted,  // out_stride 1, q - hs 16-byte aligned: the slots wholly inside the row are vectors
+};
+template <class T, int G, int NV, int C, RowForm kForm = RowForm::kGeneral, class AfterMax>
 __device__ __forceinline__ void softmax_row_in_registers(const Raw16 (&raw)[NV], T* q, int64_t length,
                                                          int64_t out_stride, int tpr, int lane, int64_t hs,
                                                          bool valid, float* slots, float* cluster_max,
@@ -92,7 +98,7 @@ __device__ __forceinline__ void softmax_row_in_registers(const Raw16 (&raw)[NV],
   if (!valid) return;
 #pragma unroll
   for (int j = 0; j < NV; ++j) {
-    const int64_t v0 = (int64_t{j} * tpr + lane) * VEC - hs;
+    const int64_t v0 = kForm == RowForm::kGeneral ? (int64_t{j} * tpr + lane) * VEC - hs : (j * tpr + lane) * VEC - hs;
     float x[VEC];
     if constexpr (kKeepExp) {
 #pragma unroll
@@ -102,7 +108,10 @@ __device__ __forceinline__ void softmax_row_in_registers(const Raw16 (&raw)[NV],
 #pragma unroll
       for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m) * r;
     }
-    if (v0 >= 0 && v0 + VEC <= length && out_stride == 1 && aligned16(q + v0)) {
+    if constexpr (kForm == RowForm::kAligned) {
+      if (v0 < length) store_floats<VEC>(q + v0, x);
+    } else if (v0 >= 0 && v0 + VEC <= length &&
+               (kForm == RowForm::kShifted || (out_stride == 1 && aligned16(q + v0)))) {
       store_floats<VEC>(q + v0, x);
     } else {
 #pragma unroll
@@ -154,6 +163,57 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
                                           &cluster_sum, [] {});
   }
   if constexpr (C > 1) cg::this_cluster().sync();  // keep cluster_sum alive until all have read it
+}
+
+// ---- dense rows --------------------------------------------------------------------
+// softmax_rows_kernel (C = 1) for rows stored back to back in both tensors
+// (row r at r * length) whose bases are equally aligned: a row's offset is
+// one multiply (no OffsetCalc) and its vectors need no alignment test.
+// kShift: rows not whole vectors long, each shifted onto 16-byte boundaries
+// (the slots at its two ends load and store by element); else the bases
+// are aligned and every slot is one vector. TileLang's block-per-row kernel,
+// written this way, held float32 rows in 32 registers where rows_block took
+// 63 (H200 16384^2: 515 us vs 591); so does this one.
+template <class T, int G, int NV, int MB = 1, bool kShift = false>
+__global__ void __launch_bounds__(G ? 256 : max_row_block<T, NV>(), MB > 1 ? MB : 0)
+softmax_dense_rows_kernel(T* out, const T* src, int64_t nrows, int length) {
+  constexpr int VEC = kVec16<T>;
+  __shared__ float slots[kMaxWarps];
+  const int tpr = G ? G : blockDim.x;
+  const int groups = G ? blockDim.x / G : 1;
+  const int group = G ? threadIdx.x / G : 0;
+  const int lane = G ? threadIdx.x % G : threadIdx.x;
+  const T padding = from_float<T>(-INFINITY);  // contributes exp(-inf) = 0
+  Raw16 padded;
+  {
+    Vec<T, VEC> v;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) v.v[e] = padding;
+    padded = to_raw(v);
+  }
+  for (int64_t base = int64_t{blockIdx.x} * groups; base < nrows; base += int64_t{gridDim.x} * groups) {
+    const int64_t row = base + group;
+    const bool valid = G == 0 || row < nrows;
+    const T* p = src + row * length;
+    const int hs = kShift ? static_cast<int>((reinterpret_cast<uintptr_t>(p) & 15) / sizeof(T)) : 0;
+    Raw16 raw[NV];
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      const int v0 = (j * tpr + lane) * VEC - hs;
+      if (!kShift) {
+        raw[j] = valid && v0 < length ? load_raw(p + v0) : padded;
+      } else if (valid && v0 >= 0 && v0 + VEC <= length) {
+        raw[j] = load_raw(p + v0);
+      } else {
+        Vec<T, VEC> v;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) v.v[e] = valid && v0 + e >= 0 && v0 + e < length ? p[v0 + e] : padding;
+        raw[j] = to_raw(v);
+      }
+    }
+    softmax_row_in_registers<T, G, NV, 1, kShift ? RowForm::kShifted : RowForm::kAligned>(
+        raw, out + row * length, length, 1, tpr, lane, hs, valid, slots, nullptr, nullptr, [] {});
+  }
 }
 
 // ---- rows streamed through shared memory ------------------------------------------
