@@ -31,10 +31,11 @@ SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
     ("rows_4096x32768", (4096, 32768), -1, ("bfloat16",)),
     ("odd_16384x12289", (16384, 12289), -1, ("bfloat16",)),
     ("long_4x4M", (4, 4 * 1024 * 1024), -1, ("float32", "bfloat16")),
+    ("long_16x4M", (16, 4 * 1024 * 1024), -1, ("float32", "float16", "bfloat16")),
     ("long_5x3M+7", (5, 3 * 1024 * 1024 + 7), -1, ("bfloat16",)),
     ("long_32x1M", (32, 1024 * 1024), -1, ("float32", "bfloat16")),
     ("long_1x16M", (1, 16 * 1024 * 1024), -1, ("float32", "bfloat16")),
-    ("vocab_4096x151936", (4096, 151936), -1, ("bfloat16",)),
+    ("vocab_4096x151936", (4096, 151936), -1, ("float32", "bfloat16")),
 ]
 SOFTMAX_CONFIGS = [
     ("planned", {}),
@@ -46,6 +47,9 @@ SOFTMAX_CONFIGS = [
     ("slots8", {"SOFTMAX_SLOTS": 8}),
     ("min_blocks1", {"SOFTMAX_MIN_BLOCKS": 1}),
     ("split_unroll8", {"SOFTMAX_SPLIT_UNROLL": 8}),
+    ("split_tasks32", {"SOFTMAX_SPLIT_PER_BLOCK": 32}),  # (row, chunk) tasks per block of rows_split
+    ("split_tasks64", {"SOFTMAX_SPLIT_PER_BLOCK": 64}),
+    ("split_tasks4", {"SOFTMAX_RESIDENT": 0, "SOFTMAX_SPLIT_PER_BLOCK": 4}),  # few long rows: 4 tasks per block
     ("min_blocks2", {"SOFTMAX_MIN_BLOCKS": 2}),
     ("slots4", {"SOFTMAX_SLOTS": 4}),
     ("waves1", {"SOFTMAX_WAVES": 1}),

@@ -164,16 +164,16 @@ VARIANT_CASES = [
     ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous", {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}}, None),
     ("softmax-rows-split-unaligned", "softmax", [(5, 270001)], "offset",
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}}, None),
+
     # rows_block rows of at most 2 blocks per SM, more rows than the resident grid has blocks: rows
     # streamed through shared memory (nvidia: rows_stream)
-    # (float32 rows of 16384 are planned dense, 2 blocks per SM: streamed only when told)
+    # (rows of 16384 are planned dense, 2 float32 or 4 16-bit blocks per SM: streamed only when
+    # told, with 4 slots, so that 300 rows outnumber the resident grid)
     ("softmax-rows-stream", "softmax", [(300, 16384)], "contiguous",
-     {"dim": -1, "tune": {"SOFTMAX_STREAM_BELOW": 64}, "nvidia_variant": "rows_stream"}, None),
-    ("softmax-rows-stream-planned", "softmax", [(300, 16384)], "contiguous",
-     {"dim": -1, "nvidia_variant": {"float16": "rows_stream", "bfloat16": "rows_stream"}}, None),
+     {"dim": -1, "tune": {"SOFTMAX_STREAM_BELOW": 64, "SOFTMAX_SLOTS": 4}, "nvidia_variant": "rows_stream"}, None),
     ("softmax-rows-stream-3-buffers", "softmax", [(300, 16384)], "contiguous",
-     {"dim": -1, "tune": {"SOFTMAX_STREAM_BUFFERS": 3, "SOFTMAX_STREAM_BELOW": 64}, "nvidia_variant": "rows_stream"},
-     None),
+     {"dim": -1, "tune": {"SOFTMAX_STREAM_BUFFERS": 3, "SOFTMAX_STREAM_BELOW": 64, "SOFTMAX_SLOTS": 4},
+      "nvidia_variant": "rows_stream"}, None),
     ("softmax-rows-stream-8-slots", "softmax", [(300, 32768)], "contiguous",
      {"dim": -1, "nvidia_variant": {"float16": "rows_stream", "bfloat16": "rows_stream"}}, None),
     # planned as rows_stream, but the base is not 16-byte aligned: rows_block runs
@@ -390,6 +390,22 @@ def test_softmax_in_place_unaligned(cuda_backend, dt, shape):
     x = _offset(src)
     oprt.softmax_(x, x, -1, backend=cuda_backend)
     _check_softmax(x, src, -1, f"softmax_(x, x) {shape}")
+
+
+@pytest.mark.parametrize("shape", [(300, 12289), (7, 2049), (3, 4095), (5, 16377), (33, 1001), (1, 12289)])
+@pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.bfloat16], ids=["float32", "float16", "bfloat16"])
+def test_softmax_rows_not_whole_vectors(cuda_backend, dt, shape):
+    """Aligned rows whose length is not a multiple of the 16-byte vector
+    (nvidia: dense rows shifted row by row; tilelang: block_rows flat, where
+    neighbouring rows share a vector): every row as torch, none written by
+    its neighbour (a NaN row and a -inf row sit between finite ones)."""
+    src = _randn(shape, dt, 35)
+    if shape[0] > 2:
+        src[1, shape[1] // 2] = math.nan
+        src[2] = -math.inf
+    out = torch.full(shape, float("nan"), dtype=dt, device="cuda")
+    oprt.softmax_(out, src, -1, backend=cuda_backend)
+    _check_softmax_special_rows(out, src, f"rows of {shape[1]}")
 
 
 def test_copy_past_2_to_the_31(cuda_backend):

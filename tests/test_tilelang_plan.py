@@ -64,7 +64,7 @@ class FakeKernels:
             return lambda src, out: out.copy_(src.float().sum(1).to(out.dtype))
         if key == "reduce_sum.rows":
             vec = args[2]
-            step = 256 * vec * 2
+            step = 256 * vec * (args[3] if len(args) > 3 else 2)
 
             def run(src, out):
                 M, N = src.shape
@@ -81,7 +81,19 @@ class FakeKernels:
                     a, b = s * seg, min(R, (s + 1) * seg)
                     out[:, s, :] = src[:, a:b, :].float().sum(1).to(out.dtype) if b > a else 0
             return run
-        if key in ("softmax.warp_rows", "softmax.block_rows"):
+        if key == "softmax.block_rows":
+            threads, per_thread, vec = args[1:4]
+            flat = len(args) > 4 and args[4]
+
+            def contract(src, out):  # rows fit; vectors need aligned bases, and whole vectors unless flat
+                n = src.shape[1]
+                assert threads * per_thread >= n + (vec - 1 if flat else 0), f"{key}{args}: rows of {n}"
+                if vec > 1:
+                    assert src.data_ptr() % 16 == 0 and out.data_ptr() % 16 == 0
+                    assert flat or n % vec == 0, f"{key}{args}: rows of {n}"
+                out.copy_(torch.softmax(src.float(), 1).to(out.dtype))
+            return contract
+        if key == "softmax.warp_rows":
             return lambda src, out: out.copy_(torch.softmax(src.float(), 1).to(out.dtype))
         if key == "softmax.split_stats":
             vec = args[1]
@@ -268,7 +280,8 @@ def test_reduce_sum_plans(case, kind, keepdim):
 
 SOFTMAX_CASES = [((4, 33), 1), ((5, 6), 0), ((3, 7, 4), 1), ((2, 3, 4, 5), 1), ((37,), 0), ((5, 1), 1), ((), 0),
                  ((1, 9, 1), 1), ((3, 20001), 1), ((20000, 7), 1), ((2000, 33), 0), ((2, 40000), 1),
-                 ((64, 5000), 1), ((6, 7, 5), 0), ((3, 300, 2), 1)]
+                 ((64, 5000), 1), ((6, 7, 5), 0), ((3, 300, 2), 1),
+                 ((7, 2049), 1), ((3, 4095), 1)]  # block rows not whole vectors long (flat; 4095 + 3 needs a larger class)
 
 
 @pytest.mark.parametrize("case", SOFTMAX_CASES, ids=str)

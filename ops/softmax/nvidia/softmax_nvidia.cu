@@ -232,6 +232,11 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       nv = 2;
     } else if (!(element_size == 4 && ceil_div(vectors, 8) <= 32) && ceil_div(vectors, 4) <= max_block(4)) {
       nv = 4;
+      // 16-bit dense rows a block holds: 8 slots after all. The dense
+      // kernel holds them without spilling, in blocks half as large; exp is
+      // computed twice (H200, scripts/nvidia_ab.py: 16384x12289 bf16 292 vs
+      // 223 us, 8192^2 67.4 vs 66.4).
+      if (element_size < 4 && d->dense && ceil_div(vectors, 8) > 32) nv = 8;
     }
     const int64_t forced = tuned("SOFTMAX_SLOTS", nv);
     if ((forced == 2 || forced == 4 || forced == 8) &&
@@ -292,7 +297,7 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     // One task per block when the rows are few, else about 8 (the last
     // block's extra task then costs at most 1/8 more time); a task is at
     // least one round of loads of the whole block.
-    const int64_t per_block = d->nrows <= d->grid ? 1 : 8;
+    const int64_t per_block = std::max<int64_t>(1, tuned("SOFTMAX_SPLIT_PER_BLOCK", d->nrows <= d->grid ? 1 : 8));
     plan_chunks(*d, per_block * d->grid, int64_t{kSplitThreads} * vec * 4, vec);
     return d;
   }

@@ -43,12 +43,14 @@ from operator_runtime._internal.tilelang_common import (NEG_INF, RESIDENT_BLOCKS
 DTYPES = ("float32", "float16", "bfloat16")
 F32 = "float32"
 # (threads, per_thread) of block_rows by dtype, by the longest row each holds
-# in registers. 16-bit rows of 8K and 16K run fastest with 4 vectors (32
-# elements) a thread (H200, scripts/tilelang_warp_rows_ab.py block_rows:
-# 8192^2 bf16 256x32 72.8 us vs 512x16 86.3; 16384^2 512x32 307 vs 1024x16
-# 514); float32 rows as fast either way (8192^2: 512x16 135 us, 256x32 135).
+# in registers. 16-bit rows of 8K run fastest with 4 vectors (32 elements) a
+# thread (H200, scripts/tilelang_warp_rows_ab.py block_rows: 8192^2 bf16
+# 256x32 72.8 us vs 512x16 86.3; 16384^2 512x32 307 vs 1024x16 514); 16K
+# with 8 kept in their own dtype (256x64, as the nvidia backend's 8-slot
+# rows, which ran 16384^2 bf16 in 261 us vs 282 with 4); float32 rows as
+# fast either way (8192^2: 512x16 135 us, 256x32 135).
 _F32_BLOCK_ROWS = ((256, 8), (512, 8), (512, 16), (1024, 16), (1024, 32))
-_HALF_BLOCK_ROWS = ((256, 8), (512, 8), (256, 32), (512, 32), (1024, 32))
+_HALF_BLOCK_ROWS = ((256, 8), (512, 8), (256, 32), (256, 64), (1024, 32))
 BLOCK_ROW_CLASSES = {"float32": _F32_BLOCK_ROWS, "float16": _HALF_BLOCK_ROWS, "bfloat16": _HALF_BLOCK_ROWS}
 WARP_ROW_CLASSES = (4, 8, 16, 32)
 # (lanes, slots) of group_rows, by the longest row each holds: lanes * slots vectors
@@ -176,42 +178,99 @@ def group_rows(dtype: str, lanes: int, slots: int = 2):
     return softmax_group_rows
 
 
-def block_rows(dtype: str, threads: int, per_thread: int, vec: int):
+@T.macro
+def scaled_chunk(buf, x, c, vec, m, r, keep_input, dtype):
+    """buf = chunk c of a thread's row registers x as softmax outputs: x * r
+    (x holding exp(x - m)), or exp(x - m) * r where x kept the input."""
+    for v in T.unroll(vec):
+        if keep_input:
+            buf[v] = T.cast(fast_exp(T.cast(x[c * vec + v], F32) - m[0]) * r[0], dtype)
+        else:
+            buf[v] = T.cast(x[c * vec + v] * r[0], dtype)
+
+
+def block_rows(dtype: str, threads: int, per_thread: int, vec: int, flat: bool = False):
+    """A block per row, the row in registers: float32 values, or (16-bit
+    with 8 vectors a thread: keep_input) the row in its own dtype with exp
+    computed twice, as the nvidia backend's 8-slot rows (half the registers).
+    flat (N % vec != 0, 16-byte aligned bases): vectors counted from the
+    tensor's start, so row r covers vectors r * N // vec .. (r * N + N - 1) // vec
+    (threads * per_thread >= N + vec - 1); the two it shares with its
+    neighbours are read and written element by element, the rest as vectors."""
     M, N = T.dynamic("M N")
     chunks = per_thread // vec
+    keep_input = dtype != F32 and per_thread // vector_width(dtype) >= 8  # (also for the scalar twin, vec = 1)
+    held = dtype if keep_input else F32
 
     @T.prim_func
     def softmax_block_rows(src: T.Tensor((M, N), dtype), out: T.Tensor((M, N), dtype)):
         with T.Kernel(M, threads=threads) as row:
             T.annotate_restrict_buffers(src, out)
             tx = T.get_thread_binding()
-            x = T.alloc_local((per_thread,), F32)
+            x = T.alloc_local((per_thread,), held)
             buf = T.alloc_local((vec,), dtype)
             m = T.alloc_local((1,), F32)
             s = T.alloc_local((1,), F32)
             red = T.alloc_shared((32,), F32)
-            if vec > 1:
-                T.assume(N % vec == 0)
-            for c in T.unroll(chunks):
-                if (c * threads + tx) * vec < N:
-                    for v in T.vectorized(vec):
-                        buf[v] = src[row, (c * threads + tx) * vec + v]
+            if flat:
+                src1 = T.reshape(src, (M * N,))
+                out1 = T.reshape(out, (M * N,))
+                first = row * N
+                for c in T.unroll(chunks):
+                    at = (first // vec + c * threads + tx) * vec
+                    # (at + vec <= M * N follows, but stated, the bounds pass keeps the loads vectors)
+                    if at >= first and at + vec <= first + N and at + vec <= M * N:
+                        for v in T.vectorized(vec):
+                            buf[v] = src1[at + v]
+                    else:
+                        for v in T.unroll(vec):
+                            buf[v] = T.cast(NEG_INF, dtype)
+                            if at + v >= first and at + v < first + N:
+                                buf[v] = src1[at + v]
                     for v in T.unroll(vec):
-                        x[c * vec + v] = T.cast(buf[v], F32)
-                else:
-                    for v in T.unroll(vec):
-                        x[c * vec + v] = T.float32(NEG_INF)
+                        x[c * vec + v] = T.cast(buf[v], held)
+            else:
+                if vec > 1:
+                    T.assume(N % vec == 0)
+                for c in T.unroll(chunks):
+                    if (c * threads + tx) * vec < N:
+                        for v in T.vectorized(vec):
+                            buf[v] = src[row, (c * threads + tx) * vec + v]
+                        for v in T.unroll(vec):
+                            x[c * vec + v] = T.cast(buf[v], held)
+                    else:
+                        for v in T.unroll(vec):
+                            x[c * vec + v] = T.cast(NEG_INF, held)
             m[0] = T.float32(NEG_INF)
             for j in T.unroll(per_thread):
-                m[0] = T.max(m[0], x[j])
+                m[0] = T.max(m[0], T.cast(x[j], F32))
             block_max(m, red, tx, threads)
-            exp_and_sum(x, m, s, chunks, vec, threads, tx, N)
+            if keep_input or flat:
+                # (padding is -inf: exp gives 0, or NaN where the row's max is -inf, as the row's own -infs)
+                s[0] = T.float32(0)
+                for j in T.unroll(per_thread):
+                    if keep_input:
+                        s[0] = s[0] + fast_exp(T.cast(x[j], F32) - m[0])
+                    else:
+                        x[j] = fast_exp(x[j] - m[0])
+                        s[0] = s[0] + x[j]
+            else:
+                exp_and_sum(x, m, s, chunks, vec, threads, tx, N)
             block_sum(s, red, tx, threads)
             s[0] = T.float32(1) / s[0]
             for c in T.unroll(chunks):
-                if (c * threads + tx) * vec < N:
-                    for v in T.unroll(vec):
-                        buf[v] = T.cast(x[c * vec + v] * s[0], dtype)
+                if flat:
+                    at = (row * N // vec + c * threads + tx) * vec
+                    scaled_chunk(buf, x, c, vec, m, s, keep_input, dtype)
+                    if at >= row * N and at + vec <= row * N + N and at + vec <= M * N:
+                        for v in T.vectorized(vec):
+                            out1[at + v] = buf[v]
+                    else:
+                        for v in T.unroll(vec):
+                            if at + v >= row * N and at + v < row * N + N:
+                                out1[at + v] = buf[v]
+                elif (c * threads + tx) * vec < N:
+                    scaled_chunk(buf, x, c, vec, m, s, keep_input, dtype)
                     for v in T.vectorized(vec):
                         out[row, (c * threads + tx) * vec + v] = buf[v]
 
@@ -524,6 +583,7 @@ def variants():
         for threads, per_thread in BLOCK_ROW_CLASSES[d]:
             out.append((f"block_rows_{d}_{threads}x{per_thread}_v", block_rows, (d, threads, per_thread, v)))
             out.append((f"block_rows_{d}_{threads}x{per_thread}_1", block_rows, (d, threads, per_thread, 1)))
+            out.append((f"block_rows_{d}_{threads}x{per_thread}_flat", block_rows, (d, threads, per_thread, v, True)))
         for vec in (v, 1):
             out.append((f"split_stats_{d}_{vec}", split_stats, (d, vec)))
             out.append((f"split_apply_{d}_{vec}", split_apply, (d, vec)))

@@ -441,7 +441,8 @@ def _plan_rows_sum(p: Planner, src_dtype, out_dtype, M: int, N: int):
         return run, "warp_rows"
     S = _segments(M, N, 8192)
     scalar = (sd, od if S == 1 else "float32", 1)
-    vec_args = scalar[:2] + (vec,) if N % vec == 0 else scalar
+    # split rows (long ones): 4 vectors a thread in flight, not 2
+    vec_args = (scalar[:2] + (vec,) + ((4,) if S > 1 else ())) if N % vec == 0 else scalar
     pick = p.launcher("reduce_sum", "rows", vec_args, scalar)
     if S == 1:
         def run(src, out, ws):
@@ -603,12 +604,16 @@ def _plan_softmax_rows(p: Planner, dtype, M: int, N: int):
             return (lambda src, out, ws: pick(_aligned(src, out))(src, out)), f"group_rows{group[0] * group[1] * vec}"
         kernel = p.kernel("softmax", "warp_rows", (dt, per_lane))
         return (lambda src, out, ws: kernel(src, out)), f"warp_rows{32 * per_lane}"
-    for threads, per_thread in mod.BLOCK_ROW_CLASSES[dt]:
+    classes = mod.BLOCK_ROW_CLASSES[dt]
+    for threads, per_thread in classes:
         if threads * per_thread >= N:
             scalar = (dt, threads, per_thread, 1)
-            pick = p.launcher("softmax", "block_rows", (dt, threads, per_thread, vec) if N % vec == 0 else scalar,
-                              scalar)
-            return (lambda src, out, ws: pick(_aligned(src, out))(src, out)), f"block_rows{threads * per_thread}"
+            vec_args, name = (dt, threads, per_thread, vec), f"block_rows{threads * per_thread}"
+            if N % vec:  # rows not whole vectors long: flat, where a row may straddle one more vector
+                flat = next((c for c in classes if c[0] * c[1] >= N + vec - 1), None)
+                vec_args, name = ((dt, *flat, vec, True), f"block_rows{flat[0] * flat[1]}_flat") if flat else (scalar, name)
+            pick = p.launcher("softmax", "block_rows", vec_args, scalar)
+            return (lambda src, out, ws: pick(_aligned(src, out))(src, out)), name
     S = max(1, -(-N // 32768))
     if M * S < TARGET_BLOCKS // 2:
         S = min(-(-TARGET_BLOCKS // M), -(-N // 8192), MAX_GRID_Y)

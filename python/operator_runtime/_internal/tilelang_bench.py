@@ -39,6 +39,8 @@ def cases(quick: bool):
         ("softmax", "medium_8192x8192", (8192, 8192), {"dim": -1}, "contiguous"),
         ("softmax", "large_16384x16384", (16384, 16384), {"dim": -1}, "contiguous"),
         ("softmax", "long_4x4M", (4, 4 * M), {"dim": -1}, "contiguous"),
+        ("softmax", "long_16x4M", (16, 4 * M), {"dim": -1}, "contiguous"),
+        ("softmax", "odd_16384x12289", (16384, 12289), {"dim": -1}, "contiguous"),
         ("softmax", "dim0_8192x8192", (8192, 8192), {"dim": 0}, "contiguous"),
         ("softmax", "vocab_4096x151936", (4096, 151936), {"dim": -1}, "contiguous"),
     ]
