@@ -40,6 +40,7 @@ SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
 SOFTMAX_CONFIGS = [
     ("planned", {}),
     ("split", {"SOFTMAX_RESIDENT": 0}),
+    ("resident_all", {"SOFTMAX_RESIDENT_MAX_MB": 1 << 20}),  # rows_resident for every size it takes
     ("resident_nocache", {"SOFTMAX_RESIDENT_CACHE": 0}),
     ("ahead8", {"SOFTMAX_RESIDENT_AHEAD": 8}),  # every bulk copy at once (the sixth session's kernel)
     ("ahead2", {"SOFTMAX_RESIDENT_AHEAD": 2}),

@@ -279,7 +279,14 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
         return d;
       }
     }
-    if (d->nrows <= sms && current_device_info().cc_major >= 9 && tuned("SOFTMAX_RESIDENT", 1) == 1) {
+    // rows_resident keeps ~224 KB of each SM's chunk on chip (~30 MB in
+    // all): past ~96 MB of input it mostly reads twice, and rows_split, with
+    // more blocks per SM, does that faster (H200, scripts/nvidia_ab.py: 16 x
+    // 4M float32 230.4 vs 217.7 us, bf16 119.0 vs 115.6; 4 x 4M float32, 64
+    // MB: 50.5 vs 54.0).
+    const int64_t resident_max_bytes = tuned("SOFTMAX_RESIDENT_MAX_MB", 96) << 20;
+    if (d->nrows <= sms && current_device_info().cc_major >= 9 && tuned("SOFTMAX_RESIDENT", 1) == 1 &&
+        d->nrows * d->length * element_size <= resident_max_bytes) {
       plan_resident(*d, vec);
       return d;
     }
