@@ -239,7 +239,6 @@ def variants():
         out.append((f"rows_{d}_v", rows, (d, d, vector_width(d))))
         out.append((f"rows_{d}_1", rows, (d, d, 1)))
         out.append((f"rows_{d}_to_f32_v", rows, (d, F32, vector_width(d))))
-        out.append((f"rows_{d}_to_f32_v_unroll4", rows, (d, F32, vector_width(d), 4)))
         out.append((f"rows_{d}_to_f32_1", rows, (d, F32, 1)))
         out.append((f"rows_f32_to_{d}_1", rows, (F32, d, 1)))
         out.append((f"warp_rows_{d}", warp_rows, (d, d)))

@@ -20,8 +20,9 @@
 //   rows_split  longer rows still: one cooperative kernel; pass 1 computes
 //            (max, sum) per chunk into the workspace, a grid-wide barrier,
 //            pass 2 merges a row's chunks and writes, reading in reverse
-//   rows_resident  the same for no more rows than SMs (sm_90), each chunk's
-//            first ~224 KB kept in shared memory between the passes
+//   rows_resident  the same for no more rows than SMs and up to 96 MB
+//            (sm_90), each chunk's first ~224 KB kept in shared memory
+//            between the passes
 //   columns  the dim is not the contiguous one (e.g. dim 0): threads along
 //            the contiguous dim, an online (max, sum) per column down the
 //            softmax dim, split over blocks through the workspace

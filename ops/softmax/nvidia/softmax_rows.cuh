@@ -121,6 +121,18 @@ __device__ __forceinline__ void softmax_row_in_registers(const Raw16 (&raw)[NV],
   }
 }
 
+// The slot of row elements v0 .. v0 + VEC - 1 of p loaded element by
+// element; those outside [0, length), or all of them where !valid, are
+// `padding` (-inf: contributes exp(-inf) = 0).
+template <class T, class I>
+__device__ __forceinline__ Raw16 load_slot_by_element(const T* p, I v0, I length, bool valid, T padding) {
+  constexpr int VEC = kVec16<T>;
+  Vec<T, VEC> v;
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) v.v[e] = valid && v0 + e >= 0 && v0 + e < length ? p[v0 + e] : padding;
+  return to_raw(v);
+}
+
 // MB: resident blocks per SM the compiler must allow (a register cap).
 template <class T, int G, int NV, int C, class Index, int MB = 1>
 __global__ void __launch_bounds__(G ? 256 : max_row_block<T, NV>(), MB > 1 ? MB : 0)
@@ -146,17 +158,14 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
     // The row is loaded into registers in its own dtype (16-bit rows hold
     // twice the elements per register).
     Raw16 raw[NV];  // see Raw16: every load in flight before any is used
-    const T padding = from_float<T>(-INFINITY);  // contributes exp(-inf) = 0
+    const T padding = from_float<T>(-INFINITY);
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
       const int64_t v0 = (int64_t{j} * tpr + lane) * VEC - hs;
       if (valid && v0 >= 0 && v0 + VEC <= length && aligned16(p + v0)) {
         raw[j] = load_raw(p + v0);
       } else {
-        Vec<T, VEC> v;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) v.v[e] = valid && v0 + e >= 0 && v0 + e < length ? p[v0 + e] : padding;
-        raw[j] = to_raw(v);
+        raw[j] = load_slot_by_element(p, v0, length, valid, padding);
       }
     }
     softmax_row_in_registers<T, G, NV, C>(raw, q, length, out_stride, tpr, lane, hs, valid, slots, &cluster_max,
@@ -205,10 +214,7 @@ softmax_dense_rows_kernel(T* out, const T* src, int64_t nrows, int length) {
       } else if (valid && v0 >= 0 && v0 + VEC <= length) {
         raw[j] = load_raw(p + v0);
       } else {
-        Vec<T, VEC> v;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) v.v[e] = valid && v0 + e >= 0 && v0 + e < length ? p[v0 + e] : padding;
-        raw[j] = to_raw(v);
+        raw[j] = load_slot_by_element(p, v0, length, valid, padding);
       }
     }
     softmax_row_in_registers<T, G, NV, 1, kShift ? RowForm::kShifted : RowForm::kAligned>(

@@ -441,8 +441,7 @@ def _plan_rows_sum(p: Planner, src_dtype, out_dtype, M: int, N: int):
         return run, "warp_rows"
     S = _segments(M, N, 8192)
     scalar = (sd, od if S == 1 else "float32", 1)
-    # split rows (long ones): 4 vectors a thread in flight, not 2
-    vec_args = (scalar[:2] + (vec,) + ((4,) if S > 1 else ())) if N % vec == 0 else scalar
+    vec_args = scalar[:2] + (vec,) if N % vec == 0 else scalar
     pick = p.launcher("reduce_sum", "rows", vec_args, scalar)
     if S == 1:
         def run(src, out, ws):
