@@ -173,10 +173,19 @@ __device__ __forceinline__ void raw_to_floats(const Raw16& r, float (&x)[N]) {
 
 __host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Bytes past the last 16-byte boundary (0: p may take a 16-byte access).
+__host__ __device__ __forceinline__ uintptr_t misalignment16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) & 15;
+}
+template <class T>
+__host__ __device__ __forceinline__ bool aligned16(const T* p) {
+  return misalignment16(p) == 0;
+}
+
 // Elements from p to the next 16-byte boundary (p is element-aligned).
 template <class T>
-__device__ __forceinline__ int64_t elements_to_alignment(const T* p) {
-  return ((16 - (reinterpret_cast<uintptr_t>(p) & 15)) & 15) / sizeof(T);
+__host__ __device__ __forceinline__ int64_t elements_to_alignment(const T* p) {
+  return ((16 - misalignment16(p)) & 15) / sizeof(T);
 }
 
 }  // namespace oprt::nvidia

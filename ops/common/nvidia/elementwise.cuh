@@ -252,11 +252,10 @@ void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout
   const int blocks_per_sm = 2048 / kElementwiseThreads;
   if (kind == ElementwiseKind::kDense) {
     // Peel a head that aligns out; vectors only if every streamed input is then aligned too.
-    auto misalignment = [](const void* p) { return reinterpret_cast<uintptr_t>(p) & 15; };
-    int64_t head = static_cast<int64_t>(((16 - misalignment(out)) & 15) / sizeof(Out));
+    int64_t head = elements_to_alignment(out);
     bool aligned = head < numel;  // else everything goes scalar
     for (int k = 0; k < K; ++k)
-      if (!args.scalar[k]) aligned &= misalignment(inputs[k] + head) == 0;
+      if (!args.scalar[k]) aligned &= aligned16(inputs[k] + head);
     if (!aligned) head = numel;
     const int64_t vectors = (numel - head) / VEC;
     const int64_t scalars = numel - vectors * VEC;

@@ -59,12 +59,20 @@ inline cudaLaunchAttribute cooperative_attribute() {
   return a;
 }
 
+// Blocks of `kernel` (with `block` threads, `smem` bytes of dynamic shared
+// memory) one SM holds at once on the current device.
+template <class Kernel>
+int resident_blocks_per_sm(Kernel kernel, int block, size_t smem = 0) {
+  int per_sm = 0;
+  OPRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, smem));
+  return per_sm;
+}
+
 // The largest grid of `kernel` (with `block` threads) that is resident at
 // once, at most `max_per_sm` blocks per SM: the grid of a cooperative launch.
 template <class Kernel>
 unsigned resident_grid(Kernel kernel, int block, int max_per_sm, size_t smem = 0) {
-  int per_sm = 0;
-  OPRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, smem));
+  const int per_sm = resident_blocks_per_sm(kernel, block, smem);
   return static_cast<unsigned>(current_device_info().sm_count * std::clamp(per_sm, 1, max_per_sm));
 }
 

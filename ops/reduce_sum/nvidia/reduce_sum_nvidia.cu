@@ -469,7 +469,7 @@ void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* parti
   args.split_len = d.split_len;
   args.out_stride = d.kept.inner_stride(0);
   args.reduced_stride = d.reduced.ndim == 1 ? d.reduced.strides[0][0] : 0;
-  args.vectors_ok = d.rows_aligned && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+  args.vectors_ok = d.rows_aligned && aligned16(src);
   args.tiles_fastest = d.tiles_fastest;
   args.partials = partials;
   const int64_t tasks = d.planes * d.col_tiles * d.splits;

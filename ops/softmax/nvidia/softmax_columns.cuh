@@ -53,6 +53,18 @@ __device__ __forceinline__ Raw16 load_columns(const T* p, int64_t col0, const Co
 
 constexpr int kColumnsUnroll = 4;  // rows of the softmax dim in flight per thread
 
+// The vectors of rows l, l + TY, ... (kColumnsUnroll rows, those before l1)
+// of the columns at p, every load issued before any is used.
+template <class T>
+__device__ __forceinline__ void load_column_rows(Raw16 (&raw)[kColumnsUnroll], const T* p, int64_t l, int64_t l1,
+                                                 int TY, int64_t col0, const ColumnsArgs& args) {
+#pragma unroll
+  for (int u = 0; u < kColumnsUnroll; ++u) {
+    const int64_t lu = l + int64_t{u} * TY;
+    if (lu < l1) raw[u] = load_columns(p + lu * args.src_stride, col0, args);
+  }
+}
+
 template <class T, class Index>
 __global__ void __launch_bounds__(kColumnsThreads)
 softmax_columns_stats_kernel(const T* src, OffsetCalc<2, Index> planes, ColumnsArgs args) {
@@ -74,11 +86,7 @@ softmax_columns_stats_kernel(const T* src, OffsetCalc<2, Index> planes, ColumnsA
     if (col0 < args.columns) {
       for (int64_t l = split * args.split_len + ty; l < l1; l += int64_t{TY} * kColumnsUnroll) {
         Raw16 raw[kColumnsUnroll];
-#pragma unroll
-        for (int u = 0; u < kColumnsUnroll; ++u) {
-          const int64_t lu = l + int64_t{u} * TY;
-          if (lu < l1) raw[u] = load_columns(base + lu * args.src_stride, col0, args);
-        }
+        load_column_rows(raw, base, l, l1, TY, col0, args);
         // One update per column per round, over its kColumnsUnroll rows: the
         // running sum is rescaled once per round instead of once per element
         // (an exp each: 2 exps per element before, 1.25 now). Rows past l1
@@ -143,11 +151,7 @@ softmax_columns_write_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, 
     const int64_t l1 = min(args.length, (split + 1) * args.split_len);
     for (int64_t l = split * args.split_len + ty; l < l1; l += int64_t{TY} * kColumnsUnroll) {
       Raw16 raw[kColumnsUnroll];
-#pragma unroll
-      for (int u = 0; u < kColumnsUnroll; ++u) {
-        const int64_t lu = l + int64_t{u} * TY;
-        if (lu < l1) raw[u] = load_columns(in + lu * args.src_stride, col0, args);
-      }
+      load_column_rows(raw, in, l, l1, TY, col0, args);
 #pragma unroll
       for (int u = 0; u < kColumnsUnroll; ++u) {
         const int64_t lu = l + int64_t{u} * TY;

@@ -117,11 +117,6 @@ __device__ __forceinline__ Stats block_merge(Stats v, Stats* slots) {
   return v;
 }
 
-template <class T>
-__device__ __forceinline__ bool aligned16(const T* p) {
-  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
-}
-
 }  // namespace
 }  // namespace oprt::nvidia
 

@@ -170,13 +170,10 @@ void plan_stream(SoftmaxNvidia& d, bool aligned_rows, int vec) {
       using T = decltype(type);
       using Index = decltype(index);
       visit_block_shape<T>(d, [&](auto nv, auto mb) {
-        int row_blocks = 0;  // of the kernel that runs otherwise
-        if (d.dense)  // (aligned rows: no shift)
-          OPRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-              &row_blocks, softmax_dense_rows_kernel<T, 0, nv.value, mb.value>, d.block, 0));
-        else
-          OPRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-              &row_blocks, softmax_rows_kernel<T, 0, nv.value, 1, Index, mb.value>, d.block, 0));
+        // of the kernel that runs otherwise (aligned rows: the dense one without shift)
+        const int row_blocks =
+            d.dense ? resident_blocks_per_sm(softmax_dense_rows_kernel<T, 0, nv.value, mb.value>, d.block)
+                    : resident_blocks_per_sm(softmax_rows_kernel<T, 0, nv.value, 1, Index, mb.value>, d.block);
         constexpr auto kernel = softmax_stream_kernel<T, nv.value, Index, mb.value>;
         if (row_blocks < most_row_blocks && opt_in_dynamic_smem<kernel>() >= smem)
           grid = resident_grid(kernel, d.block, max_per_sm, smem);
@@ -333,17 +330,13 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
 }
 
 // ---- launch --------------------------------------------------------------------------
-bool aligned16_host(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
-
 // rows_warp / rows_block: the dense kernel where d.dense and the bases are
 // equally aligned (both aligned, unless the rows are shifted anyway).
 template <class T, int G, int NV, class Index, int MB = 1>
 void launch_rows_group(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
   const int groups = G ? d.block / G : 1;
   const unsigned grid = grid_for(ceil_div(d.nrows, groups), std::max(1, 2048 / d.block), d.waves);
-  const uintptr_t misaligned = (reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(src)) & 15;
-  const uintptr_t apart = (reinterpret_cast<uintptr_t>(out) ^ reinterpret_cast<uintptr_t>(src)) & 15;
-  if (d.dense && (d.shift ? apart == 0 : misaligned == 0)) {
+  if (d.dense && misalignment16(out) == misalignment16(src) && (d.shift || aligned16(src))) {
     const auto kernel = d.shift ? softmax_dense_rows_kernel<T, G, NV, MB, true> : softmax_dense_rows_kernel<T, G, NV, MB>;
     kernel<<<grid, d.block, 0, stream>>>(out, src, d.nrows, static_cast<int>(d.length));
     check_launch("softmax_dense_rows_kernel");
@@ -407,7 +400,7 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
     }
     if (d.group == 0) {  // a block per row
       // rows_stream bulk-copies rows, which must start 16-byte aligned; else rows_block.
-      if (d.stream && aligned16_host(src)) return launch_rows_stream<T, Index>(d, out, src, stream);
+      if (d.stream && aligned16(src)) return launch_rows_stream<T, Index>(d, out, src, stream);
       return visit_block_shape<T>(d, [&](auto nv, auto mb) {
         launch_rows_group<T, 0, nv.value, Index, mb.value>(d, out, src, stream);
       });
