@@ -27,7 +27,7 @@ SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
     ("medium_4096x4096", (4096, 4096), -1, ("float32", "bfloat16")),
     ("rows_16384x2048", (16384, 2048), -1, ("float32", "bfloat16")),
     ("medium_8192x8192", (8192, 8192), -1, ("float32", "float16", "bfloat16")),
-    ("large_16384x16384", (16384, 16384), -1, ("float32", "bfloat16")),
+    ("large_16384x16384", (16384, 16384), -1, ("float32", "float16", "bfloat16")),
     ("rows_4096x32768", (4096, 32768), -1, ("bfloat16",)),
     ("odd_16384x12289", (16384, 12289), -1, ("bfloat16",)),
     ("long_4x4M", (4, 4 * 1024 * 1024), -1, ("float32", "bfloat16")),
@@ -36,6 +36,9 @@ SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
     ("long_32x1M", (32, 1024 * 1024), -1, ("float32", "bfloat16")),
     ("long_1x16M", (1, 16 * 1024 * 1024), -1, ("float32", "bfloat16")),
     ("vocab_4096x151936", (4096, 151936), -1, ("float32", "bfloat16")),
+    ("dim0_8192x8192", (8192, 8192), 0, ("float32", "float16", "bfloat16")),
+    ("dim0_4096x1024", (4096, 1024), 0, ("float32", "bfloat16")),
+    ("dim0_32x2048x512", (32, 2048, 512), 1, ("bfloat16",)),
 ]
 SOFTMAX_CONFIGS = [
     ("planned", {}),
@@ -64,6 +67,22 @@ SOFTMAX_CONFIGS = [
     ("stream_buffers3", {"SOFTMAX_STREAM_BUFFERS": 3}),
     ("stream_blocks1", {"SOFTMAX_STREAM_BLOCKS": 1}),
     ("stream_blocks2", {"SOFTMAX_STREAM_BLOCKS": 2}),
+    # softmax over a non-last dim: threads across a tile's columns, column tasks per SM
+    ("columns_tx8", {"SOFTMAX_COLUMN_TX": 8}),
+    ("columns_tx16", {"SOFTMAX_COLUMN_TX": 16}),
+    ("columns_tx64", {"SOFTMAX_COLUMN_TX": 64}),
+    ("columns_tx128", {"SOFTMAX_COLUMN_TX": 128}),
+    ("columns_tasks8", {"SOFTMAX_COLUMN_TASKS": 8}),
+    ("columns_tasks32", {"SOFTMAX_COLUMN_TASKS": 32}),
+    ("columns_tasks64", {"SOFTMAX_COLUMN_TASKS": 64}),
+    # columns_cluster (a column tile read once by a cluster): off, tile width, shared memory per block, cluster cap
+    ("two_pass", {"SOFTMAX_COLUMN_CLUSTER": 0}),
+    ("cluster_tx4", {"SOFTMAX_COLUMN_CLUSTER_TX": 4}),
+    ("cluster_tx16", {"SOFTMAX_COLUMN_CLUSTER_TX": 16}),
+    ("cluster_kb64", {"SOFTMAX_COLUMN_CLUSTER_KB": 64}),
+    ("cluster_kb200", {"SOFTMAX_COLUMN_CLUSTER_KB": 200}),
+    ("cluster_max8", {"SOFTMAX_COLUMN_CLUSTER_MAX": 8}),
+    ("cluster_tx16_kb200", {"SOFTMAX_COLUMN_CLUSTER_TX": 16, "SOFTMAX_COLUMN_CLUSTER_KB": 200}),
 ]
 REDUCE_CASES = [
     ("rows_262144x128", (262144, 128), -1, ("float32", "bfloat16")),

@@ -103,6 +103,9 @@ def _offset(t):
     return base[1:].view(t.shape).copy_(t)
 
 
+# softmax over dim 0 of 1000 x 4096 (nvidia): 2 blocks per column tile in float32, 4 in 16-bit
+_CLUSTER_4 = {"float32": "columns_cluster2", "float16": "columns_cluster4", "bfloat16": "columns_cluster4"}
+
 # (name, op, input shapes, input layout, params, out dtype for copy or None)
 VARIANT_CASES = [
     ("copy-memcpy", "copy", [(1 << 20,)], "contiguous", {}, None),
@@ -178,7 +181,12 @@ VARIANT_CASES = [
      {"dim": -1, "nvidia_variant": {"float16": "rows_stream", "bfloat16": "rows_stream"}}, None),
     # planned as rows_stream, but the base is not 16-byte aligned: rows_block runs
     ("softmax-rows-stream-unaligned-base", "softmax", [(300, 16384)], "offset", {"dim": -1}, None),
-    ("softmax-columns", "softmax", [(1000, 4096)], "contiguous", {"dim": 0}, None),
+    ("softmax-columns", "softmax", [(1000, 4096)], "contiguous",
+     {"dim": 0, "tune": {"SOFTMAX_COLUMN_CLUSTER": 0}, "nvidia_variant": "columns_split"}, None),
+    ("softmax-columns-cluster", "softmax", [(1000, 4096)], "contiguous", {"dim": 0, "nvidia_variant": _CLUSTER_4},
+     None),
+    ("softmax-columns-cluster16", "softmax", [(8192, 1024)], "contiguous",
+     {"dim": 0, "nvidia_variant": "columns_cluster16"}, None),
     ("softmax-columns-split", "softmax", [(1 << 18, 8)], "contiguous", {"dim": 0}, None),
     ("softmax-strided", "softmax", [(500, 300)], "transposed", {"dim": -1}, None),
 ]
@@ -307,6 +315,62 @@ def test_large_softmax(cuda_backend, shape, dim):
     if shape == SQUARE:
         half = src.to(torch.float16)
         _check_softmax(oprt.softmax(half, dim, backend=cuda_backend), half, dim, f"fp16 softmax {shape}")
+
+
+# -- softmax over a non-last dim read once: columns_cluster ----------------------------
+
+def _rows_padded(shape, dtype, seed):
+    """A tensor of `shape` whose last dim is padded in storage to a multiple
+    of 64 elements (16-byte aligned rows, not whole vectors wide)."""
+    width = shape[-1] + (-shape[-1]) % 64
+    return _randn((*shape[:-1], width), dtype, seed)[..., :shape[-1]]
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.bfloat16],
+                         ids=["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("shape,dim,layout,expected", [
+    ((1000, 4096), 0, "contiguous", _CLUSTER_4),
+    ((8192, 1024), 0, "contiguous", "columns_cluster16"),
+    ((4, 700, 1001), 1, "padded", _CLUSTER_4),  # planes; a vector cut by the last column
+    ((1000, 4096), 0, "offset", _CLUSTER_4),  # planned, but the base is unaligned: the columns kernels run
+], ids=["2d", "cluster16", "planes-padded", "unaligned-base"])
+def test_softmax_columns_cluster(cuda_backend, dt, shape, dim, layout, expected):
+    """Columns whose whole length a cluster holds in shared memory, with
+    -inf/+inf/NaN columns: torch's values and NaN columns from the prepared
+    op (bitwise the same on a second run), softmax() and softmax_ in place."""
+    name = str(dt).removeprefix("torch.")
+    src = _rows_padded(shape, dt, 90) if layout == "padded" else _randn(shape, dt, 90)
+    columns = src.movedim(dim, 0)  # a view: [softmax dim, ..., columns]
+    columns[..., 5] = float("-inf")  # all -inf: NaN, as torch
+    columns[17, ..., 9] = float("nan")
+    columns[3, ..., 13] = float("inf")
+    columns[..., 17] = float("-inf")
+    columns[-1, ..., 17] = 2.0  # -inf but for the last element: 1.0 there
+    if layout == "offset":
+        src = _offset(src)
+    expected64 = torch.softmax(_host(src).double(), dim)
+    nan = torch.isnan(expected64)
+
+    def check(actual, what):
+        assert torch.equal(torch.isnan(_host(actual)), nan), f"{name} {what}: NaN columns differ from torch's"
+        _check_close(_host(actual)[~nan], expected64[~nan], *TOLERANCES[dt], f"{name} {what} {shape} dim {dim}")
+
+    out = _rows_padded(shape, dt, 91).fill_(float("nan")) if layout == "padded" else torch.full_like(src, float("nan"))
+    with oprt.prepare_softmax(out, src, dim, backend=cuda_backend) as prepared:
+        prepared.run()
+        variant = prepared.variant
+        first = out.clone()
+        prepared.run()
+    _equal_bits(out, first, f"{name}: second run")
+    check(out, "prepared")
+    check(oprt.softmax(src, dim, backend=cuda_backend), "softmax()")
+    inplace = src.clone()
+    oprt.softmax_(inplace, inplace, dim, backend=cuda_backend)
+    check(inplace, "in place")
+    if isinstance(expected, dict):
+        expected = expected[name]
+    if cuda_backend == "nvidia" and torch.cuda.get_device_capability()[0] >= 9:
+        assert variant == expected, f"planned {variant}, not {expected}"
 
 
 def _check_softmax_special_rows(out, src, msg):

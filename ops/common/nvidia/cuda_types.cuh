@@ -82,6 +82,16 @@ __device__ __forceinline__ void store_raw(T* p, const Raw16& r) {  // p 16-byte 
                : "memory");
 }
 
+// A 16-byte copy from global to shared memory without a register
+// (cp.async, cached in L2 only): the first `bytes` (<= 16) are read, the rest
+// of the 16 zero-filled. Both addresses 16-byte aligned. Complete (and
+// visible to the issuing thread) after cp_async_wait_all().
+__device__ __forceinline__ void cp_async16(Raw16* shared, const void* global, int bytes) {
+  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to), "l"(global), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
 // Vec <-> 16-byte words (N * sizeof(T) is 16 or 32).
 template <class T, int N>
 constexpr int kVecWords = sizeof(Vec<T, N>) / sizeof(Raw16);
@@ -172,6 +182,17 @@ __device__ __forceinline__ void raw_to_floats(const Raw16& r, float (&x)[N]) {
 }
 
 __host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// Powers of two around x (x >= 1): the smallest at least x, the largest at most x.
+constexpr int64_t ceil_pow2(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+constexpr int64_t floor_pow2(int64_t x) {
+  int64_t p = 1;
+  while (p * 2 <= x) p *= 2;
+  return p;
+}
 
 // Bytes past the last 16-byte boundary (0: p may take a 16-byte access).
 __host__ __device__ __forceinline__ uintptr_t misalignment16(const void* p) {

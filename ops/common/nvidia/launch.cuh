@@ -96,6 +96,35 @@ size_t opt_in_dynamic_smem(size_t cap = SIZE_MAX) {
   return bytes;
 }
 
+// Lets Kernel run in clusters of up to 16 blocks (8 is the portable size);
+// set once per device.
+template <auto Kernel>
+void allow_large_clusters() {
+  static std::atomic<bool> set_on[kMaxDevices] = {};
+  (void)current_device_info();  // (fails for a device index past kMaxDevices)
+  int device = 0;
+  OPRT_CUDA_CHECK(cudaGetDevice(&device));
+  if (set_on[device].load()) return;
+  OPRT_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  set_on[device].store(true);
+}
+
+// Clusters of `cluster` blocks of `kernel` the current device holds at once
+// (0: such a cluster cannot run there).
+template <class Kernel>
+int resident_clusters(Kernel kernel, unsigned cluster, unsigned block, size_t smem) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(cluster);
+  config.blockDim = dim3(block);
+  config.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attribute = cluster_attribute(cluster);
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  int clusters = 0;
+  OPRT_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+  return clusters;
+}
+
 }  // namespace oprt::nvidia
 
 #endif

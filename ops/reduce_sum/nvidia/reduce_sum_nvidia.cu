@@ -279,12 +279,6 @@ __global__ void zeros_kernel(T* out, OffsetCalc<2, Index> kept, int64_t count) {
 }
 
 // ---- planning -----------------------------------------------------------------
-int64_t floor_pow2(int64_t x) {
-  int64_t p = 1;
-  while (p * 2 <= x) p *= 2;
-  return p;
-}
-
 StridedLayout<1> src_dims(const StridedLayout<2>& reduced, int count) {  // the first `count` dims, src strides
   StridedLayout<1> l;
   for (int d = 0; d < count; ++d) {

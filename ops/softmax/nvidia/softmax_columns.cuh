@@ -173,6 +173,126 @@ softmax_columns_write_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, 
   }
 }
 
+// ---- columns_cluster: each column tile read once --------------------------------
+// A cluster of C blocks per tile of TX * VEC columns (TX <= 32 threads across
+// it, 16 bytes each): block `rank` copies rows [rank * chunk, +chunk) of the
+// tile into shared memory (cp.async: every load in flight, no registers
+// held), computes their per-column (max, sum), the C blocks merge their
+// results through distributed shared memory in rank order, and each writes
+// its rows from shared memory. One read and one write of the tensor, where
+// the columns kernels read it twice. Takes 16-byte aligned rows only.
+struct ClusterColumnsArgs {
+  int64_t columns, col_tiles, length, chunk;  // chunk: rows per block
+  int64_t src_stride, out_stride;             // along the softmax dim
+  int tx;                                     // threads across a tile (<= 32, divides the block)
+};
+constexpr int kColumnsWarps = kColumnsThreads / 32;
+
+// Dynamic shared memory of a columns_cluster block: its rows, then a Stats
+// per (warp, tile column).
+template <class T>
+constexpr size_t columns_cluster_smem(int64_t chunk, int tx) {
+  return static_cast<size_t>(chunk * tx) * sizeof(Raw16) + size_t{kColumnsWarps} * tx * kVec16<T> * sizeof(Stats);
+}
+
+template <class T, int C, class Index>
+__global__ void __launch_bounds__(kColumnsThreads)
+softmax_columns_cluster_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, ClusterColumnsArgs a) {
+  constexpr int VEC = kVec16<T>;
+  extern __shared__ Raw16 cache[];                 // [chunk][TX]
+  __shared__ Stats block_stats[kColumnsThreads];   // this block's rows, per tile column
+  __shared__ Stats final_stats[kColumnsThreads];   // (max, 1 / sum) per tile column
+  cg::cluster_group cluster = cg::this_cluster();
+  const int TX = a.tx, TY = kColumnsThreads / TX, width = TX * VEC;
+  const int tx = threadIdx.x % TX, ty = threadIdx.x / TX, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  Stats* part = reinterpret_cast<Stats*>(cache + a.chunk * TX);  // [warp][tile column]
+  const int64_t tile_task = blockIdx.x / C;
+  const int64_t plane = tile_task / a.col_tiles, tile = tile_task - plane * a.col_tiles;
+  int64_t offsets[2];
+  planes.get(static_cast<Index>(plane), offsets);
+  const int64_t col0 = tile * width + int64_t{tx} * VEC;
+  const int64_t row0 = int64_t{static_cast<int>(cluster.block_rank())} * a.chunk;
+  const int rows = static_cast<int>(max(int64_t{0}, min(a.chunk, a.length - row0)));
+  const int valid = static_cast<int>(min(max(a.columns - col0, int64_t{0}), int64_t{VEC}));  // columns of this vector
+
+  if (valid > 0) {
+    const T* in = src + offsets[1] + row0 * a.src_stride + col0;
+    for (int r = ty; r < rows; r += TY) cp_async16(&cache[r * TX + tx], in + r * a.src_stride, valid * sizeof(T));
+  }
+  cp_async_wait_all();  // a thread reads back only its own copies: no barrier
+
+  // (max, sum) of this thread's rows, column by column: the max first, then
+  // sum exp(x - max) with no rescaling (shared memory is cheap to read twice)
+  Stats st[VEC];
+  float m[VEC];
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) m[e] = -INFINITY;
+#pragma unroll 4
+  for (int r = ty; r < rows; r += TY) {
+    float x[VEC];
+    raw_to_floats<T>(cache[r * TX + tx], x);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) m[e] = fmaxf(m[e], x[e]);
+  }
+  float s[VEC] = {};
+#pragma unroll 4
+  for (int r = ty; r < rows; r += TY) {
+    float x[VEC];
+    raw_to_floats<T>(cache[r * TX + tx], x);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) s[e] += exp_or_zero(x[e], m[e]);
+  }
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) st[e] = {m[e], s[e]};
+  // merge: the lanes of a warp holding the same columns, the warps, the blocks
+  for (int mask = TX; mask < 32; mask *= 2)
+#pragma unroll
+    for (int e = 0; e < VEC; ++e)
+      st[e] = merge(st[e], Stats{__shfl_xor_sync(0xffffffffu, st[e].m, mask), __shfl_xor_sync(0xffffffffu, st[e].s, mask)});
+  if (lane < TX)
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) part[warp * width + tx * VEC + e] = st[e];
+  __syncthreads();
+  const int t = threadIdx.x;
+  if (t < width) {
+    Stats b = part[t];
+    for (int w = 1; w < kColumnsWarps; ++w) b = merge(b, part[w * width + t]);
+    block_stats[t] = b;
+  }
+  cluster.sync();  // every block's block_stats visible to the cluster
+  if (t < width) {
+    Stats c = *cluster.map_shared_rank(&block_stats[t], 0);
+#pragma unroll
+    for (int q = 1; q < C; ++q) c = merge(c, *cluster.map_shared_rank(&block_stats[t], q));
+    final_stats[t] = {c.m, 1.0f / c.s};
+  }
+  cluster.sync();  // no block leaves while another reads its block_stats; final_stats visible
+
+  if (valid == 0) return;
+  float mx[VEC], inv[VEC];
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    mx[e] = final_stats[tx * VEC + e].m;
+    inv[e] = final_stats[tx * VEC + e].s;
+  }
+  T* o = out + offsets[0] + row0 * a.out_stride + col0;
+#pragma unroll 4
+  for (int r = ty; r < rows; r += TY) {
+    float x[VEC];
+    raw_to_floats<T>(cache[r * TX + tx], x);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], mx[e]) * inv[e];
+    T* dst = o + r * a.out_stride;
+    if (valid == VEC) {
+      store_floats<VEC>(dst, x);
+    } else {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e)
+        if (e < valid) dst[e] = from_float<T>(x[e]);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace oprt::nvidia
 

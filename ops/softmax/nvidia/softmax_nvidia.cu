@@ -77,16 +77,13 @@ struct SoftmaxNvidia : oprt_descriptor {
   int ahead = kMaxPieces;     // resident: bulk copies in flight at a time
   int tx = 32, ty = 8;      // columns
   int64_t columns = 1, col_tiles = 1, planes = 1, src_col_stride = 1, out_col_stride = 1;
+  int column_cluster = 0;   // columns_cluster: blocks per tile (0: the columns kernels)
+  int cluster_tx = 8;       // columns_cluster: threads across a tile
+  int64_t cluster_chunk = 0, cluster_col_tiles = 0;
 };
 
 constexpr int kRowSlots = 8;  // 16-byte vectors of a row kept in registers per thread
 constexpr int kMaxCluster = 8;             // the portable thread block cluster size
-
-int64_t ceil_pow2(int64_t x) {
-  int64_t p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
 
 // The shared memory a resident block holds its chunk in (on the current device).
 template <class T, class Index>
@@ -184,6 +181,64 @@ void plan_stream(SoftmaxNvidia& d, bool aligned_rows, int vec) {
   d.stream = true;
   d.grid = grid;
   d.variant = "rows_stream";
+}
+
+// Calls f(C) (an integral constant) for a columns_cluster plan's blocks per tile.
+template <class F>
+void visit_column_cluster(int c, F f) {
+  using std::integral_constant;
+  switch (c) {
+    case 1: return f(integral_constant<int, 1>{});
+    case 2: return f(integral_constant<int, 2>{});
+    case 4: return f(integral_constant<int, 4>{});
+    case 8: return f(integral_constant<int, 8>{});
+    case 16: return f(integral_constant<int, 16>{});
+    default: fail(OPRT_STATUS_INTERNAL_ERROR, "softmax columns: a cluster of %d blocks", c);
+  }
+}
+
+// Turns a columns plan into columns_cluster where it applies: sm_90 and
+// newer, contiguous columns, every row of a tile 16-byte aligned (the bases
+// are checked at execute), and a tile's rows fit in the shared memory of at
+// most 16 blocks (`SOFTMAX_COLUMN_CLUSTER_KB` each). The smallest such
+// cluster with at least a block per SM in all.
+void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
+  if (tuned("SOFTMAX_COLUMN_CLUSTER", 1) != 1 || current_device_info().cc_major < 9 || d.src_col_stride != 1 ||
+      d.out_col_stride != 1)
+    return;
+  bool aligned_rows = (d.src_stride * element_size) % 16 == 0 && (d.out_stride * element_size) % 16 == 0;
+  for (int k = 0; k < 2; ++k)
+    for (int dd = 0; dd < d.rows.ndim; ++dd) aligned_rows &= (d.rows.strides[k][dd] * element_size) % 16 == 0;
+  if (!aligned_rows) return;
+  const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_TX", 8)), 1, 32);
+  const int tx = static_cast<int>(std::min<int64_t>(max_tx, ceil_pow2(ceil_div(d.columns, vec))));
+  const int64_t max_c = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_MAX", 16)), 1, 16);
+  const int64_t tiles = d.planes * ceil_div(d.columns, int64_t{tx} * vec);
+  dispatch_dtype(d.dtype, [&](auto type) {
+    dispatch_index(std::max(d.nrows, d.planes), [&](auto index) {  // as execute does
+      using T = decltype(type);
+      using Index = decltype(index);
+      for (int c = 1; c <= max_c; c *= 2) {
+        const int64_t chunk = ceil_div(d.length, c);
+        const size_t smem = columns_cluster_smem<T>(chunk, tx);
+        if (smem > static_cast<size_t>(tuned("SOFTMAX_COLUMN_CLUSTER_KB", 100) << 10)) continue;
+        if (tiles * c < current_device_info().sm_count) continue;  // a larger cluster, more blocks
+        if (tiles * c > INT32_MAX) return;
+        visit_column_cluster(c, [&](auto cc) {
+          constexpr auto kernel = softmax_columns_cluster_kernel<T, cc.value, Index>;
+          if (cc.value > 8) allow_large_clusters<kernel>();
+          if (opt_in_dynamic_smem<kernel>() < smem || resident_clusters(kernel, c, kColumnsThreads, smem) == 0) return;
+          d.column_cluster = c;
+        });
+        if (d.column_cluster == 0) return;
+        d.cluster_tx = tx;
+        d.cluster_chunk = chunk;
+        d.cluster_col_tiles = ceil_div(d.columns, int64_t{tx} * vec);
+        d.variant = "columns_cluster" + std::to_string(c);
+        return;
+      }
+    });
+  });
 }
 
 SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src, int32_t dim) {
@@ -316,16 +371,18 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
   d->rows = outer_dims(r);
   d->planes = d->rows.numel();
   const int64_t col_vectors = ceil_div(d->columns, vec);
-  d->tx = static_cast<int>(std::min<int64_t>(32, ceil_pow2(col_vectors)));
+  const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_TX", 32)), 1, kColumnsThreads);
+  d->tx = static_cast<int>(std::min<int64_t>(max_tx, ceil_pow2(col_vectors)));
   d->ty = kColumnsThreads / d->tx;
   d->col_tiles = ceil_div(d->columns, int64_t{d->tx} * vec);
   const int64_t tiles = d->planes * d->col_tiles;
-  const int64_t want = ceil_div(sms * 8 * 2, tiles);
+  const int64_t want = ceil_div(sms * std::max<int64_t>(1, tuned("SOFTMAX_COLUMN_TASKS", 16)), tiles);
   d->splits = std::clamp<int64_t>(want, 1, std::max<int64_t>(1, d->length / (int64_t{d->ty} * 8)));
   d->chunk = ceil_div(d->length, d->splits);
   d->splits = ceil_div(d->length, d->chunk);
   d->workspace_bytes = static_cast<size_t>(tiles * d->splits * d->tx * vec) * sizeof(Stats);
   if (d->splits > 1) d->variant += "_split";
+  plan_columns_cluster(*d, element_size, vec);
   return d;
 }
 
@@ -424,6 +481,19 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
                          stream, out, src, OffsetCalc<2, Index>(d.rows), args);
     return launch_with(cooperative_attribute(), softmax_split_kernel<T, Index, 4>, d.grid, kSplitThreads, 0, stream,
                        out, src, OffsetCalc<2, Index>(d.rows), args);
+  }
+  if (d.column_cluster && aligned16(out) && aligned16(src)) {
+    return visit_column_cluster(d.column_cluster, [&](auto c) {
+      constexpr auto kernel = softmax_columns_cluster_kernel<T, c.value, Index>;
+      if (c.value > 8) allow_large_clusters<kernel>();  // on this device (the descriptor may be another's)
+      const size_t smem = columns_cluster_smem<T>(d.cluster_chunk, d.cluster_tx);
+      if (opt_in_dynamic_smem<kernel>() < smem)
+        fail(OPRT_STATUS_INTERNAL_ERROR, "softmax columns_cluster: %zu bytes of shared memory per block", smem);
+      const ClusterColumnsArgs args{d.columns, d.cluster_col_tiles, d.length, d.cluster_chunk,
+                                    d.src_stride, d.out_stride, d.cluster_tx};
+      launch_with(cluster_attribute(c.value), kernel, static_cast<unsigned>(d.planes * d.cluster_col_tiles * c.value),
+                  kColumnsThreads, smem, stream, out, src, OffsetCalc<2, Index>(d.rows), args);
+    });
   }
   ColumnsArgs args{d.columns, d.col_tiles, d.planes, d.length, d.splits, d.chunk,
                    d.src_col_stride, d.out_col_stride, d.src_stride, d.out_stride, static_cast<Stats*>(workspace)};

@@ -572,6 +572,112 @@ def column_apply(dtype: str, vec: int, unroll: int = 4, merged: bool = False):
     return softmax_column_apply
 
 
+# Column tiles a cluster of blocks reads once: (threads across a tile, 16
+# bytes each; 16-byte vectors per thread, held in registers). A block holds
+# 256 / across * per_thread rows: 1024, so clusters of up to 8 blocks (the
+# portable size) take columns of up to 8192.
+CLUSTER_ACROSS, CLUSTER_PER_THREAD = 4, 16
+CLUSTER_SIZES = (1, 2, 4, 8)
+
+
+@with_stores_lowered
+def column_cluster(dtype: str, cluster: int, per_thread: int = CLUSTER_PER_THREAD, across: int = CLUSTER_ACROSS):
+    """Softmax down columns of up to cluster * cap rows (cap = 256 / across *
+    per_thread), each column tile read once: a cluster of `cluster` blocks
+    per tile of across * vec columns (C % vec == 0, 16-byte aligned bases),
+    block `rank` holding rows rank * chunk.. in registers (chunk =
+    ceil(R / cluster)). Each block merges its columns' (max, sum) (lanes by
+    shuffles, then warps in shared memory, in order), sends them to every
+    block of the cluster (distributed shared memory), and after the cluster
+    barrier merges the cluster's pairs in rank order and writes its rows.
+    One read and one write, where column_stats + column_apply read twice."""
+    threads = 256
+    vec = vector_width(dtype)
+    down = threads // across  # rows a block takes at a time
+    cols = across * vec
+    warps = threads // 32
+    B, R, C = T.dynamic("B R C")
+
+    @T.prim_func
+    def softmax_column_cluster(src: T.Tensor((B, R, C), dtype), out: T.Tensor((B, R, C), dtype)):
+        with T.Kernel(T.ceildiv(C, cols) * B * cluster, threads=threads, cluster_dims=cluster) as bx:
+            T.annotate_restrict_buffers(src, out)
+            # 2 blocks per SM (128 registers): one block's loads overlap the
+            # other's math and stores (ptxas: float32 128 registers, no spill;
+            # 16-bit with 128 bytes spilled, 255 registers without the cap)
+            T.annotate_min_blocks_per_sm(2)
+            tx = T.get_thread_binding()
+            rank = T.block_rank_in_cluster()
+            bt = T.alloc_var("int32", init=bx // cluster)
+            b = T.alloc_var("int32", init=bt // T.ceildiv(C, cols))
+            tile = T.alloc_var("int32", init=bt % T.ceildiv(C, cols))
+            chunk = T.alloc_var("int32", init=T.ceildiv(R, cluster))
+            x = T.alloc_local((per_thread, vec), dtype)
+            res = T.alloc_local((vec,), dtype)
+            m = T.alloc_local((vec,), F32)
+            mn = T.alloc_local((vec,), F32)
+            s = T.alloc_local((vec,), F32)
+            other = T.alloc_local((2,), F32)
+            part_m = T.alloc_shared((warps, cols), F32)
+            part_s = T.alloc_shared((warps, cols), F32)
+            mine = T.alloc_shared((2, cols), F32)
+            every = T.alloc_shared((cluster, 2, cols), F32)
+            T.assume(C % vec == 0)
+            first = rank * chunk + tx // across
+            end = T.min(R, rank * chunk + chunk)
+            c0 = tile * cols + tx % across * vec
+            col = tx % across * vec
+            for k in T.unroll(per_thread):  # every load first
+                if c0 < C and first + k * down < end:
+                    for v in T.vectorized(vec):
+                        x[k, v] = src[b, first + k * down, c0 + v]
+                else:
+                    for v in T.unroll(vec):
+                        x[k, v] = T.cast(NEG_INF, dtype)
+            for v in T.unroll(vec):
+                m[v] = T.float32(NEG_INF)
+                for k in T.unroll(per_thread):
+                    m[v] = T.max(m[v], T.cast(x[k, v], F32))
+                s[v] = T.float32(0)
+                for k in T.unroll(per_thread):
+                    s[v] = s[v] + exp_term(T.cast(x[k, v], F32), m[v])
+            # lanes holding the same columns: lane ^ across, ^ 2 across, ... (merge is symmetric: all agree)
+            for o in T.unroll((32 // across).bit_length() - 1):
+                for v in T.unroll(vec):
+                    other[0] = T.shfl_xor(m[v], across << o)
+                    other[1] = T.shfl_xor(s[v], across << o)
+                    merge_pair(m, s, mn, v, other[0], other[1])
+            if tx % 32 < across:
+                for v in T.unroll(vec):
+                    part_m[tx // 32, col + v] = m[v]
+                    part_s[tx // 32, col + v] = s[v]
+            T.sync_threads()
+            if tx < cols:
+                merge_lanes(m, s, mn, 0, part_m, part_s, tx, warps)
+                mine[0, tx] = m[0]
+                mine[1, tx] = s[0]
+            # A cluster barrier before the sends: every block has started and is
+            # done with part_m/part_s, which `every` may share memory with
+            T.cluster_sync()
+            for q in T.serial(cluster):
+                T.copy_cluster(mine, every[rank, :, :], dst_block=q)
+            T.cluster_sync()
+            for v in T.unroll(vec):
+                m[v] = every[0, 0, col + v]
+                s[v] = every[0, 1, col + v]
+                for q in T.unroll(1, cluster):
+                    merge_pair(m, s, mn, v, every[q, 0, col + v], every[q, 1, col + v])
+                s[v] = T.float32(1) / s[v]  # from here on, the reciprocal of the sum
+            for k in T.unroll(per_thread):
+                if c0 < C and first + k * down < end:
+                    for v in T.unroll(vec):
+                        res[v] = T.cast(fast_exp(T.cast(x[k, v], F32) - m[v]) * s[v], dtype)
+                    for v in T.vectorized(vec):
+                        out[b, first + k * down, c0 + v] = res[v]
+
+    return softmax_column_cluster
+
+
 def variants():
     out = []
     for d in DTYPES:
@@ -591,5 +697,7 @@ def variants():
             out.append((f"column_stats_{d}_{vec}", column_stats, (d, vec)))
             out.append((f"column_apply_{d}_{vec}", column_apply, (d, vec)))
             out.append((f"column_apply_merged_{d}_{vec}", column_apply, (d, vec, 4, True)))
+        for cluster in CLUSTER_SIZES:
+            out.append((f"column_cluster_{d}_{cluster}", column_cluster, (d, cluster)))
     out.append(("column_combine", column_combine, ()))
     return out
