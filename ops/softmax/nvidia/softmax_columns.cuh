@@ -220,6 +220,7 @@ softmax_columns_cluster_kernel(T* out, const T* src, OffsetCalc<2, Index> planes
     for (int r = ty; r < rows; r += TY) cp_async16(&cache[r * TX + tx], in + r * a.src_stride, valid * sizeof(T));
   }
   cp_async_wait_all();  // a thread reads back only its own copies: no barrier
+  const int own_rows = valid > 0 ? rows : 0;  // (threads past the last column copied nothing)
 
   // (max, sum) of this thread's rows, column by column: the max first, then
   // sum exp(x - max) with no rescaling (shared memory is cheap to read twice)
@@ -228,7 +229,7 @@ softmax_columns_cluster_kernel(T* out, const T* src, OffsetCalc<2, Index> planes
 #pragma unroll
   for (int e = 0; e < VEC; ++e) m[e] = -INFINITY;
 #pragma unroll 4
-  for (int r = ty; r < rows; r += TY) {
+  for (int r = ty; r < own_rows; r += TY) {
     float x[VEC];
     raw_to_floats<T>(cache[r * TX + tx], x);
 #pragma unroll
@@ -236,7 +237,7 @@ softmax_columns_cluster_kernel(T* out, const T* src, OffsetCalc<2, Index> planes
   }
   float s[VEC] = {};
 #pragma unroll 4
-  for (int r = ty; r < rows; r += TY) {
+  for (int r = ty; r < own_rows; r += TY) {
     float x[VEC];
     raw_to_floats<T>(cache[r * TX + tx], x);
 #pragma unroll
