@@ -86,11 +86,6 @@ SOFTMAX_CONFIGS = [
     ("cluster_tx4_kb40", {"SOFTMAX_COLUMN_CLUSTER_TX": 4, "SOFTMAX_COLUMN_CLUSTER_KB": 40}),
     ("cluster_tx2_kb24", {"SOFTMAX_COLUMN_CLUSTER_TX": 2, "SOFTMAX_COLUMN_CLUSTER_KB": 24}),
     ("cluster_tx8_kb80", {"SOFTMAX_COLUMN_CLUSTER_KB": 80}),
-    # two tiles in shared memory, a resident grid of clusters looping over the tiles
-    ("cluster_db", {"SOFTMAX_COLUMN_CLUSTER_BUFFERS": 2, "SOFTMAX_COLUMN_CLUSTER_KB": 200}),
-    ("cluster_db_tx4", {"SOFTMAX_COLUMN_CLUSTER_BUFFERS": 2, "SOFTMAX_COLUMN_CLUSTER_TX": 4}),
-    ("cluster_db_tx4_kb40", {"SOFTMAX_COLUMN_CLUSTER_BUFFERS": 2, "SOFTMAX_COLUMN_CLUSTER_TX": 4,
-                             "SOFTMAX_COLUMN_CLUSTER_KB": 40}),
 ]
 REDUCE_CASES = [
     ("rows_262144x128", (262144, 128), -1, ("float32", "bfloat16")),

@@ -181,151 +181,117 @@ softmax_columns_write_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, 
 // results through distributed shared memory in rank order, and each writes
 // its rows from shared memory. One read and one write of the tensor, where
 // the columns kernels read it twice. Takes 16-byte aligned rows only.
-// A cluster loops over tiles (grid-stride); with 2 buffers it copies the
-// next tile in while it works on this one.
 struct ClusterColumnsArgs {
-  int64_t columns, col_tiles, tasks, length, chunk;  // tasks: planes * col_tiles; chunk: rows per block
-  int64_t src_stride, out_stride;                    // along the softmax dim
-  int tx;                                            // threads across a tile (<= 32, divides the block)
-  int buffers;                                       // 1 or 2 tiles in shared memory
+  int64_t columns, col_tiles, length, chunk;  // chunk: rows per block
+  int64_t src_stride, out_stride;             // along the softmax dim
+  int tx;                                     // threads across a tile (<= 32, divides the block)
 };
 constexpr int kColumnsWarps = kColumnsThreads / 32;
 
-// Dynamic shared memory of a columns_cluster block: `buffers` copies of its
-// rows, then a Stats per (warp, tile column).
+// Dynamic shared memory of a columns_cluster block: its rows, then a Stats
+// per (warp, tile column).
 template <class T>
-constexpr size_t columns_cluster_smem(int64_t chunk, int tx, int buffers) {
-  return static_cast<size_t>(buffers * chunk * tx) * sizeof(Raw16) +
-         size_t{kColumnsWarps} * tx * kVec16<T> * sizeof(Stats);
+constexpr size_t columns_cluster_smem(int64_t chunk, int tx) {
+  return static_cast<size_t>(chunk * tx) * sizeof(Raw16) + size_t{kColumnsWarps} * tx * kVec16<T> * sizeof(Stats);
 }
 
 template <class T, int C, class Index>
 __global__ void __launch_bounds__(kColumnsThreads)
 softmax_columns_cluster_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, ClusterColumnsArgs a) {
   constexpr int VEC = kVec16<T>;
-  extern __shared__ Raw16 cache[];                 // [buffers][chunk][TX]
+  extern __shared__ Raw16 cache[];                 // [chunk][TX]
   __shared__ Stats block_stats[kColumnsThreads];   // this block's rows, per tile column
   __shared__ Stats final_stats[kColumnsThreads];   // (max, 1 / sum) per tile column
   cg::cluster_group cluster = cg::this_cluster();
   const int TX = a.tx, TY = kColumnsThreads / TX, width = TX * VEC;
   const int tx = threadIdx.x % TX, ty = threadIdx.x / TX, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int t = threadIdx.x;
-  Stats* part = reinterpret_cast<Stats*>(cache + a.buffers * a.chunk * TX);  // [warp][tile column]
+  Stats* part = reinterpret_cast<Stats*>(cache + a.chunk * TX);  // [warp][tile column]
+  const int64_t tile_task = blockIdx.x / C;
+  const int64_t plane = tile_task / a.col_tiles, tile = tile_task - plane * a.col_tiles;
+  int64_t offsets[2];
+  planes.get(static_cast<Index>(plane), offsets);
+  const int64_t col0 = tile * width + int64_t{tx} * VEC;
   const int64_t row0 = int64_t{static_cast<int>(cluster.block_rank())} * a.chunk;
   const int rows = static_cast<int>(max(int64_t{0}, min(a.chunk, a.length - row0)));
-  const int64_t clusters = gridDim.x / C;
+  const int valid = static_cast<int>(min(max(a.columns - col0, int64_t{0}), int64_t{VEC}));  // columns of this vector
 
-  // Where this thread's vectors of `task` are: (src, out) offsets and the columns it holds (0 past the last).
-  struct Place {
-    int64_t src, out;
-    int valid;
-  };
-  const auto place = [&](int64_t task) {
-    const int64_t plane = task / a.col_tiles, tile = task - plane * a.col_tiles;
-    int64_t offsets[2];
-    planes.get(static_cast<Index>(plane), offsets);
-    const int64_t col0 = tile * width + int64_t{tx} * VEC;
-    return Place{offsets[1] + row0 * a.src_stride + col0, offsets[0] + row0 * a.out_stride + col0,
-                 static_cast<int>(min(max(a.columns - col0, int64_t{0}), int64_t{VEC}))};
-  };
-  const auto copy_in = [&](const Place& at, Raw16* to) {
-    if (at.valid > 0)
-      for (int r = ty; r < rows; r += TY) cp_async16(&to[r * TX + tx], src + at.src + r * a.src_stride, at.valid * sizeof(T));
-    cp_async_commit();
-  };
+  if (valid > 0) {
+    const T* in = src + offsets[1] + row0 * a.src_stride + col0;
+    for (int r = ty; r < rows; r += TY) cp_async16(&cache[r * TX + tx], in + r * a.src_stride, valid * sizeof(T));
+  }
+  cp_async_commit();
+  cp_async_wait_group<0>();  // a thread reads back only its own copies: no barrier
+  const int own_rows = valid > 0 ? rows : 0;  // (threads past the last column copied nothing)
 
-  int64_t task = blockIdx.x / C;
-  Place at = place(task);
-  copy_in(at, cache);
-  for (int i = 0; task < a.tasks; task += clusters, ++i) {
-    Raw16* rows_in = cache + (a.buffers == 2 ? i & 1 : 0) * a.chunk * TX;
-    const int64_t next_task = task + clusters;
-    const Place next = next_task < a.tasks ? place(next_task) : at;
-    if (a.buffers == 2 && next_task < a.tasks) {
-      copy_in(next, cache + ((i + 1) & 1) * a.chunk * TX);
-      cp_async_wait_group<1>();  // this tile's copies done, the next tile's in flight
+  // (max, sum) of this thread's rows, column by column: the max first, then
+  // sum exp(x - max) with no rescaling (shared memory is cheap to read twice)
+  Stats st[VEC];
+  float m[VEC];
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) m[e] = -INFINITY;
+#pragma unroll 4
+  for (int r = ty; r < own_rows; r += TY) {
+    float x[VEC];
+    raw_to_floats<T>(cache[r * TX + tx], x);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) m[e] = fmaxf(m[e], x[e]);
+  }
+  float s[VEC] = {};
+#pragma unroll 4
+  for (int r = ty; r < own_rows; r += TY) {
+    float x[VEC];
+    raw_to_floats<T>(cache[r * TX + tx], x);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) s[e] += exp_or_zero(x[e], m[e]);
+  }
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) st[e] = {m[e], s[e]};
+  // merge: the lanes of a warp holding the same columns, the warps, the blocks
+  for (int mask = TX; mask < 32; mask *= 2)
+#pragma unroll
+    for (int e = 0; e < VEC; ++e)
+      st[e] = merge(st[e], Stats{__shfl_xor_sync(0xffffffffu, st[e].m, mask), __shfl_xor_sync(0xffffffffu, st[e].s, mask)});
+  if (lane < TX)
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) part[warp * width + tx * VEC + e] = st[e];
+  __syncthreads();
+  const int t = threadIdx.x;
+  if (t < width) {
+    Stats b = part[t];
+    for (int w = 1; w < kColumnsWarps; ++w) b = merge(b, part[w * width + t]);
+    block_stats[t] = b;
+  }
+  cluster.sync();  // every block's block_stats visible to the cluster
+  if (t < width) {
+    Stats c = *cluster.map_shared_rank(&block_stats[t], 0);
+#pragma unroll
+    for (int q = 1; q < C; ++q) c = merge(c, *cluster.map_shared_rank(&block_stats[t], q));
+    final_stats[t] = {c.m, 1.0f / c.s};
+  }
+  cluster.sync();  // no block leaves while another reads its block_stats; final_stats visible
+
+  if (valid == 0) return;
+  float mx[VEC], inv[VEC];
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    mx[e] = final_stats[tx * VEC + e].m;
+    inv[e] = final_stats[tx * VEC + e].s;
+  }
+  T* o = out + offsets[0] + row0 * a.out_stride + col0;
+#pragma unroll 4
+  for (int r = ty; r < rows; r += TY) {
+    float x[VEC];
+    raw_to_floats<T>(cache[r * TX + tx], x);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], mx[e]) * inv[e];
+    T* dst = o + r * a.out_stride;
+    if (valid == VEC) {
+      store_floats<VEC>(dst, x);
     } else {
-      cp_async_wait_group<0>();
-    }
-    // (a thread reads back only its own copies: no barrier)
-    const int own_rows = at.valid > 0 ? rows : 0;
-
-    // (max, sum) of this thread's rows, column by column: the max first, then
-    // sum exp(x - max) with no rescaling (shared memory is cheap to read twice)
-    Stats st[VEC];
-    float m[VEC];
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) m[e] = -INFINITY;
-#pragma unroll 4
-    for (int r = ty; r < own_rows; r += TY) {
-      float x[VEC];
-      raw_to_floats<T>(rows_in[r * TX + tx], x);
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) m[e] = fmaxf(m[e], x[e]);
-    }
-    float s[VEC] = {};
-#pragma unroll 4
-    for (int r = ty; r < own_rows; r += TY) {
-      float x[VEC];
-      raw_to_floats<T>(rows_in[r * TX + tx], x);
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) s[e] += exp_or_zero(x[e], m[e]);
-    }
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) st[e] = {m[e], s[e]};
-    // merge: the lanes of a warp holding the same columns, the warps, the blocks
-    for (int mask = TX; mask < 32; mask *= 2)
 #pragma unroll
       for (int e = 0; e < VEC; ++e)
-        st[e] = merge(st[e], Stats{__shfl_xor_sync(0xffffffffu, st[e].m, mask),
-                                   __shfl_xor_sync(0xffffffffu, st[e].s, mask)});
-    if (lane < TX)
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) part[warp * width + tx * VEC + e] = st[e];
-    __syncthreads();
-    if (t < width) {
-      Stats b = part[t];
-      for (int w = 1; w < kColumnsWarps; ++w) b = merge(b, part[w * width + t]);
-      block_stats[t] = b;
+        if (e < valid) dst[e] = from_float<T>(x[e]);
     }
-    // Every block's block_stats visible to the cluster (and every thread of
-    // this block past the previous tile's use of final_stats).
-    cluster.sync();
-    if (t < width) {
-      Stats c = *cluster.map_shared_rank(&block_stats[t], 0);
-#pragma unroll
-      for (int q = 1; q < C; ++q) c = merge(c, *cluster.map_shared_rank(&block_stats[t], q));
-      final_stats[t] = {c.m, 1.0f / c.s};
-    }
-    // No block leaves, or rewrites its block_stats, while another reads them; final_stats visible.
-    cluster.sync();
-
-    if (at.valid > 0) {
-      float mx[VEC], inv[VEC];
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        mx[e] = final_stats[tx * VEC + e].m;
-        inv[e] = final_stats[tx * VEC + e].s;
-      }
-#pragma unroll 4
-      for (int r = ty; r < rows; r += TY) {
-        float x[VEC];
-        raw_to_floats<T>(rows_in[r * TX + tx], x);
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], mx[e]) * inv[e];
-        T* dst = out + at.out + r * a.out_stride;
-        if (at.valid == VEC) {
-          store_floats<VEC>(dst, x);
-        } else {
-#pragma unroll
-          for (int e = 0; e < VEC; ++e)
-            if (e < at.valid) dst[e] = from_float<T>(x[e]);
-        }
-      }
-    }
-    // One buffer: the next tile goes where this one was (a thread overwrites only its own, already read, copies).
-    if (a.buffers == 1 && next_task < a.tasks) copy_in(next, cache);
-    at = next;
   }
 }
 

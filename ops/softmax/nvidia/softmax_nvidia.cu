@@ -79,9 +79,7 @@ struct SoftmaxNvidia : oprt_descriptor {
   int64_t columns = 1, col_tiles = 1, planes = 1, src_col_stride = 1, out_col_stride = 1;
   int column_cluster = 0;   // columns_cluster: blocks per tile (0: the columns kernels)
   int cluster_tx = 8;       // columns_cluster: threads across a tile
-  int cluster_buffers = 1;  // columns_cluster: tiles in shared memory per block
   int64_t cluster_chunk = 0, cluster_col_tiles = 0;
-  unsigned cluster_grid = 0;  // columns_cluster: blocks (clusters * column_cluster)
 };
 
 constexpr int kRowSlots = 8;  // 16-byte vectors of a row kept in registers per thread
@@ -216,29 +214,23 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
   const int tx = static_cast<int>(std::min<int64_t>(max_tx, ceil_pow2(ceil_div(d.columns, vec))));
   const int64_t max_c = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_MAX", 16)), 1, 16);
   const int64_t tiles = d.planes * ceil_div(d.columns, int64_t{tx} * vec);
-  const int buffers = tuned("SOFTMAX_COLUMN_CLUSTER_BUFFERS", 1) == 2 ? 2 : 1;
   dispatch_dtype(d.dtype, [&](auto type) {
     dispatch_index(std::max(d.nrows, d.planes), [&](auto index) {  // as execute does
       using T = decltype(type);
       using Index = decltype(index);
       for (int c = 1; c <= max_c; c *= 2) {
         const int64_t chunk = ceil_div(d.length, c);
-        const size_t smem = columns_cluster_smem<T>(chunk, tx, buffers);
+        const size_t smem = columns_cluster_smem<T>(chunk, tx);
         if (smem > static_cast<size_t>(tuned("SOFTMAX_COLUMN_CLUSTER_KB", 100) << 10)) continue;
         if (tiles * c < current_device_info().sm_count) continue;  // a larger cluster, more blocks
-        int64_t clusters = tiles;  // one tile each; with 2 buffers, as many as are resident, looping
+        if (tiles * c > INT32_MAX) return;
         visit_column_cluster(c, [&](auto cc) {
           constexpr auto kernel = softmax_columns_cluster_kernel<T, cc.value, Index>;
           if (cc.value > 8) allow_large_clusters<kernel>();
-          if (opt_in_dynamic_smem<kernel>() < smem) return;
-          const int resident = resident_clusters(kernel, c, kColumnsThreads, smem);
-          if (resident == 0) return;
-          if (buffers == 2) clusters = std::min<int64_t>(tiles, resident);
+          if (opt_in_dynamic_smem<kernel>() < smem || resident_clusters(kernel, c, kColumnsThreads, smem) == 0) return;
           d.column_cluster = c;
         });
-        if (d.column_cluster == 0 || clusters * c > INT32_MAX) return void(d.column_cluster = 0);
-        d.cluster_grid = static_cast<unsigned>(clusters * c);
-        d.cluster_buffers = buffers;
+        if (d.column_cluster == 0) return;
         d.cluster_tx = tx;
         d.cluster_chunk = chunk;
         d.cluster_col_tiles = ceil_div(d.columns, int64_t{tx} * vec);
@@ -494,14 +486,13 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
     return visit_column_cluster(d.column_cluster, [&](auto c) {
       constexpr auto kernel = softmax_columns_cluster_kernel<T, c.value, Index>;
       if (c.value > 8) allow_large_clusters<kernel>();  // on this device (the descriptor may be another's)
-      const size_t smem = columns_cluster_smem<T>(d.cluster_chunk, d.cluster_tx, d.cluster_buffers);
+      const size_t smem = columns_cluster_smem<T>(d.cluster_chunk, d.cluster_tx);
       if (opt_in_dynamic_smem<kernel>() < smem)
         fail(OPRT_STATUS_INTERNAL_ERROR, "softmax columns_cluster: %zu bytes of shared memory per block", smem);
-      const ClusterColumnsArgs args{d.columns,    d.cluster_col_tiles, d.planes * d.cluster_col_tiles,
-                                    d.length,     d.cluster_chunk,     d.src_stride,
-                                    d.out_stride, d.cluster_tx,        d.cluster_buffers};
-      launch_with(cluster_attribute(c.value), kernel, d.cluster_grid, kColumnsThreads, smem, stream, out, src,
-                  OffsetCalc<2, Index>(d.rows), args);
+      const ClusterColumnsArgs args{d.columns, d.cluster_col_tiles, d.length, d.cluster_chunk,
+                                    d.src_stride, d.out_stride, d.cluster_tx};
+      launch_with(cluster_attribute(c.value), kernel, static_cast<unsigned>(d.planes * d.cluster_col_tiles * c.value),
+                  kColumnsThreads, smem, stream, out, src, OffsetCalc<2, Index>(d.rows), args);
     });
   }
   ColumnsArgs args{d.columns, d.col_tiles, d.planes, d.length, d.splits, d.chunk,

@@ -686,7 +686,7 @@ def _column_cluster_size(mod, vec: int, B: int, R: int, C: int) -> int:
     every SM (as the nvidia backend's columns_cluster)."""
     if C % vec or os.environ.get("OPRT_TUNE_SOFTMAX_COLUMN_CLUSTER") == "0":
         return 0
-    cap = 256 // mod.CLUSTER_ACROSS * mod.CLUSTER_PER_THREAD  # rows a block holds
+    cap = mod.CLUSTER_ROWS  # rows a block holds
     tiles = B * -(-C // (mod.CLUSTER_ACROSS * vec))
     return next((c for c in mod.CLUSTER_SIZES if R <= c * cap and tiles * c >= TARGET_BLOCKS // 4), 0)
 
