@@ -103,9 +103,9 @@ def _offset(t):
     return base[1:].view(t.shape).copy_(t)
 
 
-# softmax over dim 0 of 8192 x 1024 (nvidia): 16 blocks per column tile of 32 float32 columns, 8 per tile
-# of 32 16-bit ones (64 bytes wide: 1024 rows fit a block)
-_CLUSTER_8192 = {"float32": "columns_cluster16", "float16": "columns_cluster8", "bfloat16": "columns_cluster8"}
+# softmax over dim 0 (nvidia): tiles of 128 bytes, 2 blocks per tile of 1000 x 4096 in float32 (128
+# tiles: a block per SM), 4 in 16-bit (64 tiles)
+_CLUSTER_4 = {"float32": "columns_cluster2", "float16": "columns_cluster4", "bfloat16": "columns_cluster4"}
 
 # (name, op, input shapes, input layout, params, out dtype for copy or None)
 VARIANT_CASES = [
@@ -184,10 +184,10 @@ VARIANT_CASES = [
     ("softmax-rows-stream-unaligned-base", "softmax", [(300, 16384)], "offset", {"dim": -1}, None),
     ("softmax-columns", "softmax", [(1000, 4096)], "contiguous",
      {"dim": 0, "tune": {"SOFTMAX_COLUMN_CLUSTER": 0}, "nvidia_variant": "columns_split"}, None),
-    ("softmax-columns-cluster", "softmax", [(1000, 4096)], "contiguous", {"dim": 0, "nvidia_variant": "columns_cluster2"},
+    ("softmax-columns-cluster", "softmax", [(1000, 4096)], "contiguous", {"dim": 0, "nvidia_variant": _CLUSTER_4},
      None),
     ("softmax-columns-cluster-8192-rows", "softmax", [(8192, 1024)], "contiguous",
-     {"dim": 0, "nvidia_variant": _CLUSTER_8192}, None),
+     {"dim": 0, "nvidia_variant": "columns_cluster16"}, None),
     ("softmax-columns-split", "softmax", [(1 << 18, 8)], "contiguous", {"dim": 0}, None),
     ("softmax-strided", "softmax", [(500, 300)], "transposed", {"dim": -1}, None),
 ]
@@ -330,10 +330,10 @@ def _rows_padded(shape, dtype, seed):
 @pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.bfloat16],
                          ids=["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("shape,dim,layout,expected", [
-    ((1000, 4096), 0, "contiguous", "columns_cluster2"),  # 128 tiles: 2 blocks each fill the 132 SMs
-    ((8192, 1024), 0, "contiguous", _CLUSTER_8192),
-    ((4, 700, 1001), 1, "padded", "columns_cluster2"),  # planes; a vector cut by the last column
-    ((1000, 4096), 0, "offset", "columns_cluster2"),  # planned, but the base is unaligned: the columns kernels run
+    ((1000, 4096), 0, "contiguous", _CLUSTER_4),
+    ((8192, 1024), 0, "contiguous", "columns_cluster16"),
+    ((4, 700, 1001), 1, "padded", _CLUSTER_4),  # planes; a vector cut by the last column
+    ((1000, 4096), 0, "offset", _CLUSTER_4),  # planned, but the base is unaligned: the columns kernels run
 ], ids=["2d", "cluster16", "planes-padded", "unaligned-base"])
 def test_softmax_columns_cluster(cuda_backend, dt, shape, dim, layout, expected):
     """Columns whose whole length a cluster holds in shared memory, with

@@ -210,11 +210,11 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
   for (int k = 0; k < 2; ++k)
     for (int dd = 0; dd < d.rows.ndim; ++dd) aligned_rows &= (d.rows.strides[k][dd] * element_size) % 16 == 0;
   if (!aligned_rows) return;
-  // Threads across a tile: 8 (128 bytes) for float32, 4 (64 bytes) for
-  // 16-bit (H200, scripts/nvidia_ab.py cluster_tx4: 8192^2 over dim 0,
-  // float32 191 vs 178 us; bf16 111 vs 112-114, 32 x 2048 x 512 bf16 52 vs 55).
-  const int64_t planned_tx = element_size == 4 ? 8 : 4;
-  const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_TX", planned_tx)), 1, 32);
+  // Threads across a tile: 8 (128 bytes). H200, scripts/nvidia_ab.py
+  // cluster_tx4 (64 bytes): 8192^2 over dim 0 float32 191 vs 178 us; 16-bit
+  // 1-5% faster (bf16 111 vs 112-114, 32 x 2048 x 512 52 vs 55), not yet
+  // planned: its plans have not run the tests on a GPU.
+  const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_TX", 8)), 1, 32);
   const int tx = static_cast<int>(std::min<int64_t>(max_tx, ceil_pow2(ceil_div(d.columns, vec))));
   const int64_t max_c = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_MAX", 16)), 1, 16);
   const int64_t tiles = d.planes * ceil_div(d.columns, int64_t{tx} * vec);
