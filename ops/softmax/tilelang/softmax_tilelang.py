@@ -572,120 +572,6 @@ def column_apply(dtype: str, vec: int, unroll: int = 4, merged: bool = False):
     return softmax_column_apply
 
 
-# Column tiles a cluster of blocks reads once: threads across a tile (16
-# bytes each) and rows a block holds in shared memory (256 / across rows at
-# a time): 1024 rows of 64 bytes, 64 KB, so clusters of up to 8 blocks (the
-# portable size) take columns of up to 8192.
-CLUSTER_ACROSS, CLUSTER_ROWS = 4, 1024
-CLUSTER_SIZES = (1, 2, 4, 8)
-
-
-@with_stores_lowered
-def column_cluster(dtype: str, cluster: int, cap: int = CLUSTER_ROWS, across: int = CLUSTER_ACROSS):
-    """Softmax down columns of up to cluster * cap rows, each column tile
-    read once: a cluster of `cluster` blocks per tile of across * vec columns
-    (C % vec == 0, 16-byte aligned bases); block `rank` copies rows rank *
-    chunk.. (chunk = ceil(R / cluster) <= cap) into shared memory with
-    cp.async (every copy in flight, no registers held; each thread reads back
-    only its own). Each block merges its columns' (max, sum) (lanes by
-    shuffles, then warps in shared memory, in order), sends them to every
-    block of the cluster (distributed shared memory), and after the cluster
-    barrier merges the cluster's pairs in rank order and writes its rows.
-    One read and one write, as the nvidia backend's columns_cluster."""
-    threads = 256
-    vec = vector_width(dtype)
-    down = threads // across  # rows a block takes at a time
-    per_thread = cap // down
-    cols = across * vec
-    warps = threads // 32
-    B, R, C = T.dynamic("B R C")
-
-    @T.prim_func
-    def softmax_column_cluster(src: T.Tensor((B, R, C), dtype), out: T.Tensor((B, R, C), dtype)):
-        with T.Kernel(T.ceildiv(C, cols) * B * cluster, threads=threads, cluster_dims=cluster) as bx:
-            T.annotate_restrict_buffers(src, out)
-            tx = T.get_thread_binding()
-            rank = T.block_rank_in_cluster()
-            bt = T.alloc_var("int32", init=bx // cluster)
-            b = T.alloc_var("int32", init=bt // T.ceildiv(C, cols))
-            tile = T.alloc_var("int32", init=bt % T.ceildiv(C, cols))
-            chunk = T.alloc_var("int32", init=T.ceildiv(R, cluster))
-            cache = T.alloc_shared((cap, cols), dtype)
-            x = T.alloc_local((vec,), dtype)
-            res = T.alloc_local((vec,), dtype)
-            m = T.alloc_local((vec,), F32)
-            mn = T.alloc_local((vec,), F32)
-            s = T.alloc_local((vec,), F32)
-            other = T.alloc_local((2,), F32)
-            part_m = T.alloc_shared((warps, cols), F32)
-            part_s = T.alloc_shared((warps, cols), F32)
-            mine = T.alloc_shared((2, cols), F32)
-            every = T.alloc_shared((cluster, 2, cols), F32)
-            T.assume(C % vec == 0)
-            first = rank * chunk + tx // across  # this thread's rows: first + k * down, k < per_thread
-            end = T.min(R, rank * chunk + chunk)
-            c0 = tile * cols + tx % across * vec
-            col = tx % across * vec
-            for k in T.unroll(per_thread):
-                if c0 < C and first + k * down < end:
-                    T.ptx_cp_async(T.access_ptr(cache[tx // across + k * down, col], "w", vec),
-                                   T.access_ptr(src[b, first + k * down, c0], "r", vec), vec)
-            T.ptx_commit_group()
-            T.ptx_wait_group(0)
-            for v in T.unroll(vec):
-                m[v] = T.float32(NEG_INF)
-                s[v] = T.float32(0)
-            for k in T.unroll(per_thread):
-                if c0 < C and first + k * down < end:
-                    for v in T.vectorized(vec):
-                        x[v] = cache[tx // across + k * down, col + v]
-                    for v in T.unroll(vec):
-                        m[v] = T.max(m[v], T.cast(x[v], F32))
-            for k in T.unroll(per_thread):
-                if c0 < C and first + k * down < end:
-                    for v in T.vectorized(vec):
-                        x[v] = cache[tx // across + k * down, col + v]
-                    for v in T.unroll(vec):
-                        s[v] = s[v] + exp_term(T.cast(x[v], F32), m[v])
-            # lanes holding the same columns: lane ^ across, ^ 2 across, ... (merge is symmetric: all agree)
-            for o in T.unroll((32 // across).bit_length() - 1):
-                for v in T.unroll(vec):
-                    other[0] = T.shfl_xor(m[v], across << o)
-                    other[1] = T.shfl_xor(s[v], across << o)
-                    merge_pair(m, s, mn, v, other[0], other[1])
-            if tx % 32 < across:
-                for v in T.unroll(vec):
-                    part_m[tx // 32, col + v] = m[v]
-                    part_s[tx // 32, col + v] = s[v]
-            T.sync_threads()
-            if tx < cols:
-                merge_lanes(m, s, mn, 0, part_m, part_s, tx, warps)
-                mine[0, tx] = m[0]
-                mine[1, tx] = s[0]
-            # A cluster barrier before the sends: every block has started and is
-            # done with part_m/part_s, which `every` may share memory with
-            T.cluster_sync()
-            for q in T.serial(cluster):
-                T.copy_cluster(mine, every[rank, :, :], dst_block=q)
-            T.cluster_sync()
-            for v in T.unroll(vec):
-                m[v] = every[0, 0, col + v]
-                s[v] = every[0, 1, col + v]
-                for q in T.unroll(1, cluster):
-                    merge_pair(m, s, mn, v, every[q, 0, col + v], every[q, 1, col + v])
-                s[v] = T.float32(1) / s[v]  # from here on, the reciprocal of the sum
-            for k in T.unroll(per_thread):
-                if c0 < C and first + k * down < end:
-                    for v in T.vectorized(vec):
-                        x[v] = cache[tx // across + k * down, col + v]
-                    for v in T.unroll(vec):
-                        res[v] = T.cast(fast_exp(T.cast(x[v], F32) - m[v]) * s[v], dtype)
-                    for v in T.vectorized(vec):
-                        out[b, first + k * down, c0 + v] = res[v]
-
-    return softmax_column_cluster
-
-
 def variants():
     out = []
     for d in DTYPES:
@@ -705,7 +591,5 @@ def variants():
             out.append((f"column_stats_{d}_{vec}", column_stats, (d, vec)))
             out.append((f"column_apply_{d}_{vec}", column_apply, (d, vec)))
             out.append((f"column_apply_merged_{d}_{vec}", column_apply, (d, vec, 4, True)))
-        for cluster in CLUSTER_SIZES:
-            out.append((f"column_cluster_{d}_{cluster}", column_cluster, (d, cluster)))
     out.append(("column_combine", column_combine, ()))
     return out
