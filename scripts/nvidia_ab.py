@@ -67,11 +67,10 @@ SOFTMAX_CONFIGS = [
     ("stream_buffers3", {"SOFTMAX_STREAM_BUFFERS": 3}),
     ("stream_blocks1", {"SOFTMAX_STREAM_BLOCKS": 1}),
     ("stream_blocks2", {"SOFTMAX_STREAM_BLOCKS": 2}),
-    # softmax over a non-last dim: threads across a tile's columns, column tasks per SM
+    # softmax over a non-last dim, two-pass `columns` (with SOFTMAX_COLUMN_CLUSTER 0, or where the cluster
+    # does not apply): threads across a tile's columns, column tasks per SM
     ("columns_tx8", {"SOFTMAX_COLUMN_TX": 8}),
     ("columns_tx16", {"SOFTMAX_COLUMN_TX": 16}),
-    ("columns_tx64", {"SOFTMAX_COLUMN_TX": 64}),
-    ("columns_tx128", {"SOFTMAX_COLUMN_TX": 128}),
     ("columns_tasks8", {"SOFTMAX_COLUMN_TASKS": 8}),
     ("columns_tasks32", {"SOFTMAX_COLUMN_TASKS": 32}),
     ("columns_tasks64", {"SOFTMAX_COLUMN_TASKS": 64}),

@@ -375,7 +375,7 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
   d->rows = outer_dims(r);
   d->planes = d->rows.numel();
   const int64_t col_vectors = ceil_div(d->columns, vec);
-  const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_TX", 32)), 1, kColumnsThreads);
+  const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_TX", 32)), 1, 32);
   d->tx = static_cast<int>(std::min<int64_t>(max_tx, ceil_pow2(col_vectors)));
   d->ty = kColumnsThreads / d->tx;
   d->col_tiles = ceil_div(d->columns, int64_t{d->tx} * vec);
