@@ -99,6 +99,22 @@ StridedLayout<N> outer_dims(const StridedLayout<N>& l) {
 }
 
 // The elementwise layout of N tensors of one shape (operand 0 is the output).
+// Whether every stride of `operand` is a multiple of 16 bytes (elements of
+// `element_size` bytes): positions reached through these dims start 16-byte
+// aligned wherever the operand's base is.
+template <int N>
+bool strides_aligned16(const StridedLayout<N>& l, int operand, int element_size) {
+  for (int d = 0; d < l.ndim; ++d)
+    if ((l.strides[operand][d] * element_size) % 16 != 0) return false;
+  return true;
+}
+template <int N>
+bool strides_aligned16(const StridedLayout<N>& l, int element_size) {  // every operand
+  for (int k = 0; k < N; ++k)
+    if (!strides_aligned16(l, k, element_size)) return false;
+  return true;
+}
+
 template <int N>
 StridedLayout<N> elementwise_layout(const TensorDesc* const (&tensors)[N]) {
   StridedLayout<N> layout;

@@ -30,16 +30,22 @@ inline unsigned grid_one_shot(int64_t tasks) {
 // attribute: a thread block cluster shape, or cooperative (every block
 // resident at once, so the blocks may wait for each other at a grid-wide
 // barrier; a grid too large to be resident fails instead of hanging).
-template <class... Params, class... Args>
-void launch_with(cudaLaunchAttribute attribute, void (*kernel)(Params...), unsigned grid, unsigned block,
-                 size_t smem, cudaStream_t stream, Args... args) {
+// (The launch configuration with one attribute, which must outlive it.)
+inline cudaLaunchConfig_t config_with(const cudaLaunchAttribute& attribute, unsigned grid, unsigned block,
+                                      size_t smem, cudaStream_t stream) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(grid);
   config.blockDim = dim3(block);
   config.dynamicSmemBytes = smem;
   config.stream = stream;
-  config.attrs = &attribute;
+  config.attrs = const_cast<cudaLaunchAttribute*>(&attribute);
   config.numAttrs = 1;
+  return config;
+}
+template <class... Params, class... Args>
+void launch_with(cudaLaunchAttribute attribute, void (*kernel)(Params...), unsigned grid, unsigned block,
+                 size_t smem, cudaStream_t stream, Args... args) {
+  const cudaLaunchConfig_t config = config_with(attribute, grid, block, smem, stream);
   OPRT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...));
 }
 
@@ -113,13 +119,8 @@ void allow_large_clusters() {
 // (0: such a cluster cannot run there).
 template <class Kernel>
 int resident_clusters(Kernel kernel, unsigned cluster, unsigned block, size_t smem) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(cluster);
-  config.blockDim = dim3(block);
-  config.dynamicSmemBytes = smem;
-  cudaLaunchAttribute attribute = cluster_attribute(cluster);
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  const cudaLaunchAttribute attribute = cluster_attribute(cluster);
+  const cudaLaunchConfig_t config = config_with(attribute, cluster, block, smem, nullptr);
   int clusters = 0;
   OPRT_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
   return clusters;

@@ -206,10 +206,9 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
   if (tuned("SOFTMAX_COLUMN_CLUSTER", 1) != 1 || current_device_info().cc_major < 9 || d.src_col_stride != 1 ||
       d.out_col_stride != 1)
     return;
-  bool aligned_rows = (d.src_stride * element_size) % 16 == 0 && (d.out_stride * element_size) % 16 == 0;
-  for (int k = 0; k < 2; ++k)
-    for (int dd = 0; dd < d.rows.ndim; ++dd) aligned_rows &= (d.rows.strides[k][dd] * element_size) % 16 == 0;
-  if (!aligned_rows) return;
+  if ((d.src_stride * element_size) % 16 != 0 || (d.out_stride * element_size) % 16 != 0 ||
+      !strides_aligned16(d.rows, element_size))
+    return;
   // Threads across a tile: 8 (128 bytes). H200, scripts/nvidia_ab.py
   // cluster_tx4 (64 bytes): 8192^2 over dim 0 float32 191 vs 178 us; 16-bit
   // 1-5% faster (bf16 111 vs 112-114, 32 x 2048 x 512 52 vs 55), not yet
@@ -217,7 +216,8 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
   const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_TX", 8)), 1, 32);
   const int tx = static_cast<int>(std::min<int64_t>(max_tx, ceil_pow2(ceil_div(d.columns, vec))));
   const int64_t max_c = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_MAX", 16)), 1, 16);
-  const int64_t tiles = d.planes * ceil_div(d.columns, int64_t{tx} * vec);
+  const int64_t col_tiles = ceil_div(d.columns, int64_t{tx} * vec);
+  const int64_t tiles = d.planes * col_tiles;
   dispatch_dtype(d.dtype, [&](auto type) {
     dispatch_index(std::max(d.nrows, d.planes), [&](auto index) {  // as execute does
       using T = decltype(type);
@@ -237,7 +237,7 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
         if (d.column_cluster == 0) return;
         d.cluster_tx = tx;
         d.cluster_chunk = chunk;
-        d.cluster_col_tiles = ceil_div(d.columns, int64_t{tx} * vec);
+        d.cluster_col_tiles = col_tiles;
         d.variant = "columns_cluster" + std::to_string(c);
         return;
       }
@@ -265,9 +265,7 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
   const int64_t sms = current_device_info().sm_count;
   if (d->src_stride == 1) {
     // Rows start 16-byte aligned (given an aligned base) when every row stride is a multiple of 16 bytes.
-    bool aligned_rows = true;
-    for (int k = 0; k < 2; ++k)
-      for (int dd = 0; dd < p.rows.ndim; ++dd) aligned_rows &= (p.rows.strides[k][dd] * element_size) % 16 == 0;
+    const bool aligned_rows = strides_aligned16(p.rows, element_size);
     d->dense = tuned("SOFTMAX_DENSE", 1) == 1 && d->out_stride == 1 &&
                (p.rows.ndim == 0 || (p.rows.ndim == 1 && p.rows.strides[0][0] == d->length &&
                                      p.rows.strides[1][0] == d->length));

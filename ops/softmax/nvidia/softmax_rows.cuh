@@ -204,7 +204,7 @@ softmax_dense_rows_kernel(T* out, const T* src, int64_t nrows, int length) {
     const int64_t row = base + group;
     const bool valid = G == 0 || row < nrows;
     const T* p = src + row * length;
-    const int hs = kShift ? static_cast<int>((reinterpret_cast<uintptr_t>(p) & 15) / sizeof(T)) : 0;
+    const int hs = kShift ? static_cast<int>(misalignment16(p) / sizeof(T)) : 0;
     Raw16 raw[NV];
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
