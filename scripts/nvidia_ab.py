@@ -42,8 +42,13 @@ SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
 ]
 SOFTMAX_CONFIGS = [
     ("planned", {}),
-    ("split", {"SOFTMAX_RESIDENT": 0}),
-    ("resident_all", {"SOFTMAX_RESIDENT_MAX_MB": 1 << 20}),  # rows_resident for every size it takes
+    ("split", {"SOFTMAX_RESIDENT": 0, "SOFTMAX_STAGED": 0}),
+    # rows_staged (long rows, chunks held in shared memory, a barrier per row): off, buffers per block
+    ("no_staged", {"SOFTMAX_STAGED": 0}),
+    ("staged_buffers1", {"SOFTMAX_STAGED_BUFFERS": 1}),
+    ("staged_buffers2", {"SOFTMAX_STAGED_BUFFERS": 2}),
+    ("staged_v4096", {"SOFTMAX_STAGED_VECTORS": 4096}),  # chunks of at most 64 KB
+    ("resident_all", {"SOFTMAX_RESIDENT_MAX_MB": 1 << 20, "SOFTMAX_STAGED": 0}),  # rows_resident for every size it takes
     ("resident_nocache", {"SOFTMAX_RESIDENT_CACHE": 0}),
     ("ahead8", {"SOFTMAX_RESIDENT_AHEAD": 8}),  # every bulk copy at once (the sixth session's kernel)
     ("ahead2", {"SOFTMAX_RESIDENT_AHEAD": 2}),
@@ -77,6 +82,7 @@ SOFTMAX_CONFIGS = [
     # columns_cluster (a column tile read once by a cluster): off, tile width, shared memory per block, cluster cap
     ("two_pass", {"SOFTMAX_COLUMN_CLUSTER": 0}),
     ("cluster_tx4", {"SOFTMAX_COLUMN_CLUSTER_TX": 4}),
+    ("cluster_tx8", {"SOFTMAX_COLUMN_CLUSTER_TX": 8}),
     ("cluster_tx16", {"SOFTMAX_COLUMN_CLUSTER_TX": 16}),
     ("cluster_kb64", {"SOFTMAX_COLUMN_CLUSTER_KB": 64}),
     ("cluster_kb200", {"SOFTMAX_COLUMN_CLUSTER_KB": 200}),
@@ -84,7 +90,7 @@ SOFTMAX_CONFIGS = [
     ("cluster_tx16_kb200", {"SOFTMAX_COLUMN_CLUSTER_TX": 16, "SOFTMAX_COLUMN_CLUSTER_KB": 200}),
     ("cluster_tx4_kb40", {"SOFTMAX_COLUMN_CLUSTER_TX": 4, "SOFTMAX_COLUMN_CLUSTER_KB": 40}),
     ("cluster_tx2_kb24", {"SOFTMAX_COLUMN_CLUSTER_TX": 2, "SOFTMAX_COLUMN_CLUSTER_KB": 24}),
-    ("cluster_tx8_kb80", {"SOFTMAX_COLUMN_CLUSTER_KB": 80}),
+    ("cluster_tx8_kb80", {"SOFTMAX_COLUMN_CLUSTER_TX": 8, "SOFTMAX_COLUMN_CLUSTER_KB": 80}),
 ]
 REDUCE_CASES = [
     ("rows_262144x128", (262144, 128), -1, ("float32", "bfloat16")),

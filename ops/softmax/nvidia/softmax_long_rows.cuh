@@ -3,6 +3,7 @@
 #ifndef OPRT_SOFTMAX_NVIDIA_LONG_ROWS_CUH_
 #define OPRT_SOFTMAX_NVIDIA_LONG_ROWS_CUH_
 
+#include <cuda/atomic>
 #include <cuda/ptx>
 
 #include "../../common/nvidia/offset_calc.cuh"
@@ -236,6 +237,160 @@ softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitAr
 #pragma unroll 4
   for (int64_t v = threadIdx.x; v < cached; v += kResidentThreads)
     write_scaled<T>(q, a + v * VEC, cache[v], m, r, args.out_stride);
+#else
+  __trap();  // planned only on sm_90 and newer
+#endif
+}
+
+// Spins until `count` reaches `target`. The acquire load makes what the
+// counting blocks wrote before they counted visible. A count that never
+// arrives (a bug, not an input) traps after 10 s instead of hanging the GPU.
+__device__ __forceinline__ void wait_for_count(cuda::atomic_ref<unsigned, cuda::thread_scope_device>& count,
+                                               unsigned target) {
+  uint64_t start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  while (count.load(cuda::memory_order_acquire) < target) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start > 10000000000ull) __trap();
+  }
+}
+
+// ---- long rows staged in shared memory, a barrier per row --------------------------
+// Any number of long rows (sm_90): a cooperative grid of one 512-thread block
+// per SM, cut into `groups` groups of `splits` blocks; group g takes rows g,
+// g + groups, ... in turn, its block j chunk j of each, a chunk small enough
+// to stay in the block's shared memory. Thread 0 bulk-copies (TMA) the chunk
+// in; the block takes its (max, sum) as the pieces land, publishes it, and
+// waits only for the other blocks of its group (a counter per row, not a
+// grid-wide barrier), then writes the chunk from shared memory: src leaves
+// DRAM once. With two buffers the next row's copy is in flight while the
+// block reduces, waits and writes. Groups never wait for each other (rows of one
+// spread over blocks of another made every row wait for the previous one's
+// writes: 4 x 4M bf16 48.5 us where rows_resident takes 29), and their rows
+// finish at different times, so some blocks read while others write.
+constexpr int kStagedThreads = 512;
+constexpr int kStagedBuffers = 2;
+
+// Elements of a task's chunk: [c0, c1) of row `row`; its first `vectors`
+// whole vectors come through shared memory, the rest (< one vector, the
+// row's last chunk only) from global memory.
+struct StagedTask {
+  int64_t row, c0, c1, vectors;
+};
+
+template <class T, class Index>
+__global__ void __launch_bounds__(kStagedThreads, 1)
+softmax_staged_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args, unsigned* arrived,
+                      int64_t buffer_vectors, int buffers, int groups) {
+#if __CUDA_ARCH__ >= 900
+  constexpr int VEC = kVec16<T>, U = kResidentUnroll;
+  extern __shared__ Raw16 stage[];                       // buffers x buffer_vectors
+  __shared__ uint64_t landed[kStagedBuffers][kMaxPieces];  // one mbarrier per bulk copy
+  __shared__ Stats slots[kMaxWarps];
+  const int64_t group = blockIdx.x / args.splits, split = blockIdx.x % args.splits;  // blocks past the groups idle
+  const int64_t first_row = group < groups ? group : args.nrows;
+  const int pieces = static_cast<int>(ceil_div(args.chunk / VEC, kPieceVectors));  // per task, used or not
+  const auto locate = [&](int64_t task) {
+    StagedTask t;
+    t.row = task / args.splits;
+    t.c0 = (task - t.row * args.splits) * args.chunk;
+    t.c1 = min(args.length, t.c0 + args.chunk);
+    t.vectors = (t.c1 - t.c0) / VEC;
+    return t;
+  };
+  const auto row_offsets = [&](int64_t row, int64_t (&offsets)[2]) { rows.get(static_cast<Index>(row), offsets); };
+  // Thread 0: every piece barrier of buffer b completes one phase per task,
+  // with the piece's bytes or (a piece the chunk does not reach) at once.
+  const auto issue = [&](int64_t task, int b) {
+    const StagedTask t = locate(task);
+    int64_t offsets[2];
+    row_offsets(t.row, offsets);
+    const T* p = src + offsets[1] + t.c0;
+    Raw16* to = stage + b * buffer_vectors;
+    for (int k = 0; k < pieces; ++k) {
+      const int64_t v0 = int64_t{k} * kPieceVectors, n = min(int64_t{kPieceVectors}, t.vectors - v0);
+      if (n <= 0) {
+        (void)cuda::ptx::mbarrier_arrive(&landed[b][k]);
+        continue;
+      }
+      const uint32_t bytes = static_cast<uint32_t>(n * sizeof(Raw16));
+      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                           &landed[b][k], bytes);
+      cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, to + v0, p + v0 * VEC, bytes,
+                               &landed[b][k]);
+    }
+  };
+  if (threadIdx.x == 0) {
+    for (int b = 0; b < buffers; ++b)
+      for (int k = 0; k < pieces; ++k) cuda::ptx::mbarrier_init(&landed[b][k], 1);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the barriers, as the copy engine sees them
+    if (first_row < args.nrows) issue(first_row * args.splits + split, 0);
+  }
+  // The row counters start at 0 on every call: block 0 clears them while the
+  // first copies are in flight, and nobody counts before the grid barrier.
+  if (blockIdx.x == 0)
+    for (int64_t i = threadIdx.x; i < args.nrows; i += blockDim.x) arrived[i] = 0;
+  cg::this_grid().sync();
+  int n = 0;
+  for (int64_t row = first_row; row < args.nrows; row += groups, ++n) {
+    const int64_t task = row * args.splits + split, next_row = row + groups;
+    const int b = buffers == 2 ? n & 1 : 0;
+    const uint32_t parity = static_cast<uint32_t>(buffers == 2 ? n >> 1 : n) & 1;
+    if (buffers == 2) {  // the next row into the other buffer, which the last row's write is done with
+      __syncthreads();
+      if (threadIdx.x == 0 && next_row < args.nrows) issue(next_row * args.splits + split, b ^ 1);
+    }
+    const Raw16* chunk = stage + b * buffer_vectors;
+    const StagedTask t = locate(task);
+    int64_t offsets[2];
+    row_offsets(t.row, offsets);
+    const T* p = src + offsets[1];
+    T* q = out + offsets[0];
+    const int64_t tail = t.c0 + t.vectors * VEC;  // elements [tail, c1) come from global memory
+    Stats st{-INFINITY, 0.0f};
+    for (int64_t i = tail + threadIdx.x; i < t.c1; i += blockDim.x) {
+      const float x[1] = {to_float(p[i])};
+      update(st, x);
+    }
+    for (int k = 0; k < pieces; ++k) {
+      while (!cuda::ptx::mbarrier_try_wait_parity(&landed[b][k], parity)) {
+      }
+      Raw16 raw[U];
+      bool ok[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t v = int64_t{k} * kPieceVectors + u * kStagedThreads + threadIdx.x;
+        ok[u] = v < t.vectors;
+        if (ok[u]) raw[u] = chunk[v];
+      }
+      update_round<T>(st, raw, ok);
+    }
+    st = block_merge(st, slots);
+    if (threadIdx.x == 0) {
+      args.partials[task] = st;
+      cuda::atomic_ref<unsigned, cuda::thread_scope_device> count(arrived[t.row]);
+      count.fetch_add(1u, cuda::memory_order_release);
+      wait_for_count(count, static_cast<unsigned>(args.splits));
+    }
+    __syncthreads();
+    const Stats* part = args.partials + t.row * args.splits;
+    st = {-INFINITY, 0.0f};
+    for (int64_t j = threadIdx.x; j < args.splits; j += blockDim.x) {
+      const float2 pair = __ldcg(reinterpret_cast<const float2*>(part + j));  // written by other SMs
+      st = merge(st, Stats{pair.x, pair.y});
+    }
+    st = block_merge(st, slots);
+    const float m = st.m, r = 1.0f / st.s;
+#pragma unroll 4
+    for (int64_t v = threadIdx.x; v < t.vectors; v += kStagedThreads)
+      write_scaled<T>(q, t.c0 + v * VEC, chunk[v], m, r, args.out_stride);
+    for (int64_t i = tail + threadIdx.x; i < t.c1; i += blockDim.x)
+      q[i * args.out_stride] = from_float<T>(exp_minus(to_float(p[i]), m) * r);
+    if (buffers == 1) {
+      __syncthreads();  // every thread is done with the buffer
+      if (threadIdx.x == 0 && next_row < args.nrows) issue(next_row * args.splits + split, 0);
+    }
+  }
 #else
   __trap();  // planned only on sm_90 and newer
 #endif
