@@ -42,13 +42,8 @@ SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
 ]
 SOFTMAX_CONFIGS = [
     ("planned", {}),
-    ("split", {"SOFTMAX_RESIDENT": 0, "SOFTMAX_STAGED": 0}),
-    # rows_staged (long rows, chunks held in shared memory, a barrier per row): off, buffers per block
-    ("no_staged", {"SOFTMAX_STAGED": 0}),
-    ("staged_buffers1", {"SOFTMAX_STAGED_BUFFERS": 1}),
-    ("staged_buffers2", {"SOFTMAX_STAGED_BUFFERS": 2}),
-    ("staged_v4096", {"SOFTMAX_STAGED_VECTORS": 4096}),  # chunks of at most 64 KB
-    ("resident_all", {"SOFTMAX_RESIDENT_MAX_MB": 1 << 20, "SOFTMAX_STAGED": 0}),  # rows_resident for every size it takes
+    ("split", {"SOFTMAX_RESIDENT": 0}),
+    ("resident_all", {"SOFTMAX_RESIDENT_MAX_MB": 1 << 20}),  # rows_resident for every size it takes
     ("resident_nocache", {"SOFTMAX_RESIDENT_CACHE": 0}),
     ("ahead8", {"SOFTMAX_RESIDENT_AHEAD": 8}),  # every bulk copy at once (the sixth session's kernel)
     ("ahead2", {"SOFTMAX_RESIDENT_AHEAD": 2}),

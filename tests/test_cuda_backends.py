@@ -171,17 +171,6 @@ VARIANT_CASES = [
     ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous", {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}}, None),
     ("softmax-rows-split-unaligned", "softmax", [(5, 270001)], "offset",
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}}, None),
-    # long 16-byte aligned rows (nvidia: rows_staged, chunks held in shared memory); with chunks of
-    # at most 2048 vectors, every block takes many (row, chunk) tasks, both buffers in turn
-    ("softmax-rows-staged", "softmax", [(6, 1 << 20)], "contiguous", {"dim": -1, "nvidia_variant": "rows_staged"},
-     None),
-    ("softmax-rows-staged-rounds", "softmax", [(12, 1 << 20)], "contiguous",
-     {"dim": -1, "tune": {"SOFTMAX_STAGED_VECTORS": 2048}, "nvidia_variant": "rows_staged"}, None),
-    ("softmax-rows-staged-one-buffer", "softmax", [(6, 1 << 20)], "contiguous",
-     {"dim": -1, "tune": {"SOFTMAX_STAGED_BUFFERS": 1}, "nvidia_variant": "rows_staged"}, None),
-    # planned rows_staged, the base not 16-byte aligned: rows_resident runs
-    ("softmax-rows-staged-unaligned-base", "softmax", [(6, 1 << 20)], "offset",
-     {"dim": -1, "nvidia_variant": "rows_staged"}, None),
 
     # rows_block rows of at most 2 blocks per SM, more rows than the resident grid has blocks: rows
     # streamed through shared memory (nvidia: rows_stream)
@@ -350,7 +339,7 @@ def _rows_padded(shape, dtype, seed):
     ((8192, 1024), 0, "contiguous", _CLUSTER_8192),
     ((4, 700, 1001), 1, "padded", _CLUSTER_2),  # planes; a vector cut by the last column
     ((1000, 4096), 0, "offset", _CLUSTER_2),  # planned, but the base is unaligned: the columns kernels run
-], ids=["2d", "cluster16", "planes-padded", "unaligned-base"])
+], ids=["2d", "8192-rows", "planes-padded", "unaligned-base"])
 def test_softmax_columns_cluster(cuda_backend, dt, shape, dim, layout, expected):
     """Columns whose whole length a cluster holds in shared memory, with
     -inf/+inf/NaN columns: torch's values and NaN columns from the prepared
@@ -423,52 +412,6 @@ def test_long_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, re
     src[5, n - 1] = 2.0                   # one finite value at the very end: 1 there, 0 elsewhere
     src[6, ::1000] = -math.inf
     _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, f"finite rows {tune}")
-
-
-@pytest.mark.parametrize("tune", [{}, {"SOFTMAX_STAGED_BUFFERS": 1}, {"SOFTMAX_STAGED_VECTORS": 2048}],
-                         ids=["planned", "one-buffer", "many-rounds"])
-@pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.bfloat16], ids=["float32", "float16", "bfloat16"])
-def test_softmax_rows_staged(cuda_backend, dt, tune, monkeypatch, request):
-    """Long rows 16-byte aligned (a padded row stride) but not whole vectors
-    long, some holding -inf/+inf/NaN, also in the last chunk's scalar tail
-    (nvidia: rows_staged): NaN rows where torch has them, the others as torch,
-    from the prepared op (bitwise the same on a second run), softmax() and
-    softmax_ in place; a base one element past 16 bytes runs the plan under
-    rows_staged (nvidia: rows_resident or rows_split)."""
-    from operator_runtime._internal.operator import DESCRIPTOR_CACHE
-
-    for key, value in tune.items():
-        monkeypatch.setenv("OPRT_TUNE_" + key, str(value))
-    DESCRIPTOR_CACHE.clear()
-    request.addfinalizer(DESCRIPTOR_CACHE.clear)
-    rows, n = 12, (1 << 20) + 5
-    width = n + 59  # a row stride of 2^20 + 64 elements
-    storage = _randn((rows * width + 1,), dt, 36)
-    src = storage[:-1].view(rows, width)[:, :n]
-    src[1] = -math.inf                    # all -inf: a NaN row
-    src[2, n - 1] = math.nan              # NaN in the tail: NaN row
-    src[3, n // 3] = math.inf             # +inf: NaN row
-    src[4] = -math.inf
-    src[4, n - 1] = 2.0                   # finite only in the tail: 1 there, 0 elsewhere
-    src[5, : n // 2] = -math.inf          # the first half of the chunks all -inf
-    src[6, ::1000] = -math.inf
-    name = f"{str(dt).removeprefix('torch.')} {tune}"
-    out = torch.full((rows, width), math.nan, dtype=dt, device=src.device)[:, :n]
-    with oprt.prepare_softmax(out, src, -1, backend=cuda_backend) as prepared:
-        prepared.run()
-        variant = prepared.variant
-        first = out.clone()
-        prepared.run()
-    _equal_bits(out, first, f"{name}: second run")
-    _check_softmax_special_rows(out, src, f"{name}: prepared")
-    _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, f"{name}: softmax()")
-    inplace = torch.empty_like(storage)[:-1].view(rows, width)[:, :n].copy_(src)  # src's layout
-    oprt.softmax_(inplace, inplace, -1, backend=cuda_backend)
-    _check_softmax_special_rows(inplace, src, f"{name}: in place")
-    shifted = torch.empty_like(storage)[1:].view(rows, width)[:, :n].copy_(src)  # one element past 16 bytes
-    _check_softmax_special_rows(oprt.softmax(shifted, -1, backend=cuda_backend), src, f"{name}: unaligned base")
-    if cuda_backend == "nvidia" and torch.cuda.get_device_capability()[0] >= 9:
-        assert variant == "rows_staged", f"planned {variant}, not rows_staged"
 
 
 @pytest.mark.parametrize("tune", [{}, {"SOFTMAX_STREAM_BELOW": 64}, {"SOFTMAX_DENSE": 0, "SOFTMAX_STREAM": 0}],

@@ -23,10 +23,6 @@
 //   rows_resident  the same for no more rows than SMs and up to 96 MB
 //            (sm_90), each chunk's first ~224 KB kept in shared memory
 //            between the passes
-//   rows_staged  either of those with 16-byte aligned rows (sm_90): chunks
-//            held in shared memory, groups of blocks each taking rows in
-//            turn, a barrier per row within the group, the next row's copy
-//            in flight while a block waits and writes
 //   columns  the dim is not the contiguous one (e.g. dim 0): threads along
 //            the contiguous dim, an online (max, sum) per column down the
 //            softmax dim, split over blocks through the workspace
@@ -79,12 +75,6 @@ struct SoftmaxNvidia : oprt_descriptor {
   unsigned grid = 0;        // split, resident: the cooperative grid
   int64_t cache_vectors = 0;  // resident: 16-byte vectors of shared memory per block
   int ahead = kMaxPieces;     // resident: bulk copies in flight at a time
-  bool staged = false;        // rows_staged planned over split/resident (which run for an unaligned src)
-  int staged_buffers = 2;     // staged: chunks in shared memory per block
-  int64_t staged_splits = 1, staged_chunk = 0, staged_buffer_vectors = 0;
-  int staged_groups = 1;      // staged: groups of staged_splits blocks, each taking every groups-th row
-  unsigned staged_grid = 0;
-  size_t staged_counters_at = 0;  // staged: byte offset of the per-row counters in the workspace
   int tx = 32, ty = 8;      // columns
   int64_t columns = 1, col_tiles = 1, planes = 1, src_col_stride = 1, out_col_stride = 1;
   int column_cluster = 0;   // columns_cluster: blocks per tile (0: the columns kernels)
@@ -128,51 +118,6 @@ void plan_resident(SoftmaxNvidia& d, int vec) {
   });
   // At most one chunk per block, each at least a round of the block's loads.
   plan_chunks(d, d.grid, int64_t{kResidentThreads} * vec * kResidentUnroll, vec);
-}
-
-// Turns a rows_split / rows_resident plan into rows_staged where it applies:
-// sm_90 and newer, src rows 16-byte aligned (the base is checked at
-// execute, else the plan underneath runs), and a row's chunks fit the
-// shared memory of at most the whole grid. Two buffers of ~113 KB per block
-// where they hold a row in the grid, else one of ~227 KB. Groups of
-// `splits` blocks: the split count, at least what the buffer needs, for
-// which each group's rows times the chunk is least (then the most groups).
-void plan_staged(SoftmaxNvidia& d, bool aligned_src_rows, int vec) {
-  if (tuned("SOFTMAX_STAGED", 1) != 1 || current_device_info().cc_major < 9 || !aligned_src_rows) return;
-  size_t room = 0;
-  int64_t grid = 0;
-  dispatch_dtype(d.dtype, [&](auto type) {
-    dispatch_index(d.nrows, [&](auto index) {  // as execute does
-      constexpr auto kernel = softmax_staged_kernel<decltype(type), decltype(index)>;
-      room = opt_in_dynamic_smem<kernel>();
-      grid = resident_grid(kernel, kStagedThreads, 1, room);
-    });
-  });
-  const int64_t forced = tuned("SOFTMAX_STAGED_BUFFERS", 0);
-  for (int buffers = kStagedBuffers; buffers >= 1; --buffers) {
-    if (forced != 0 && forced != buffers) continue;
-    const int64_t buffer_vectors = std::min({static_cast<int64_t>(room / 16) / buffers,
-                                             int64_t{kMaxPieces} * kPieceVectors, tuned("SOFTMAX_STAGED_VECTORS", INT64_MAX)});
-    const int64_t fewest = ceil_div(d.length, buffer_vectors * vec), most = std::min(grid, ceil_div(d.length, vec));
-    if (buffer_vectors < kPieceVectors || fewest > most) continue;
-    int64_t best = INT64_MAX, chunk = 0;
-    for (int64_t s = fewest; s <= most; ++s) {
-      const int64_t c = ceil_div(ceil_div(d.length, s), vec) * vec;
-      const int64_t cost = ceil_div(d.nrows, std::min(grid / s, d.nrows)) * c;
-      if (cost < best) best = cost, chunk = c;
-    }
-    d.staged = true;
-    d.variant = "rows_staged";
-    d.staged_buffers = buffers;
-    d.staged_buffer_vectors = buffer_vectors;
-    d.staged_grid = static_cast<unsigned>(grid);
-    d.staged_chunk = chunk;
-    d.staged_splits = ceil_div(d.length, chunk);
-    d.staged_groups = static_cast<int>(std::min(grid / d.staged_splits, d.nrows));
-    d.staged_counters_at = static_cast<size_t>(ceil_div(d.nrows * d.staged_splits * int64_t{sizeof(Stats)}, 16) * 16);
-    d.workspace_bytes = std::max(d.workspace_bytes, d.staged_counters_at + static_cast<size_t>(d.nrows) * sizeof(unsigned));
-    return;
-  }
 }
 
 // Calls f(NV, MB) (integral constants) for d's block-per-row kernels
@@ -266,8 +211,8 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
     return;
   // Threads across a tile: 8 in float32 (128 bytes), 4 in 16-bit (64
   // bytes). H200, scripts/nvidia_ab.py, 64 vs 128-byte tiles: 8192^2 over
-  // dim 0 float32 191 vs 178 us; 16-bit 1-5% faster (bf16 111 vs 112-114,
-  // 32 x 2048 x 512 52 vs 55).
+  // dim 0 float32 191 vs 178 us; bf16 109.6-111.7 vs 111.9-114.0, fp16
+  // 108.2-110.1 vs 109.8-111.1, 32 x 2048 x 512 bf16 51.3-52.1 vs 54.1-55.1.
   const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_TX", element_size == 4 ? 8 : 4)), 1, 32);
   const int tx = static_cast<int>(std::min<int64_t>(max_tx, ceil_pow2(ceil_div(d.columns, vec))));
   const int64_t max_c = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_MAX", 16)), 1, 16);
@@ -398,7 +343,6 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     if (d->nrows <= sms && current_device_info().cc_major >= 9 && tuned("SOFTMAX_RESIDENT", 1) == 1 &&
         d->nrows * d->length * element_size <= resident_max_bytes) {
       plan_resident(*d, vec);
-      plan_staged(*d, strides_aligned16(p.rows, 1, element_size), vec);
       return d;
     }
     d->kind = Kind::kSplit;
@@ -417,7 +361,6 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     // least one round of loads of the whole block.
     const int64_t per_block = std::max<int64_t>(1, tuned("SOFTMAX_SPLIT_PER_BLOCK", d->nrows <= d->grid ? 1 : 8));
     plan_chunks(*d, per_block * d->grid, int64_t{kSplitThreads} * vec * 4, vec);
-    plan_staged(*d, strides_aligned16(p.rows, 1, element_size), vec);
     return d;
   }
   // columns: the rows layout's innermost dim are the columns (strided if not contiguous).
@@ -526,16 +469,6 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
       case 4: return launch_rows_slots<T, 4, Index>(d, out, src, stream);
       default: return launch_rows_slots<T, 8, Index>(d, out, src, stream);
     }
-  }
-  if ((d.kind == Kind::kSplit || d.kind == Kind::kResident) && d.staged && aligned16(src)) {
-    constexpr auto kernel = softmax_staged_kernel<T, Index>;
-    const size_t smem = static_cast<size_t>(d.staged_buffers * d.staged_buffer_vectors) * sizeof(Raw16);
-    if (opt_in_dynamic_smem<kernel>() < smem)  // on this device (the descriptor may be another's)
-      fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows_staged: %zu bytes of shared memory do not fit", smem);
-    const SplitArgs args{d.nrows, d.length, d.out_stride, d.staged_splits, d.staged_chunk, static_cast<Stats*>(workspace)};
-    auto* arrived = reinterpret_cast<unsigned*>(static_cast<char*>(workspace) + d.staged_counters_at);
-    return launch_with(cooperative_attribute(), kernel, d.staged_grid, kStagedThreads, smem, stream, out, src,
-                       OffsetCalc<2, Index>(d.rows), args, arrived, d.staged_buffer_vectors, d.staged_buffers, d.staged_groups);
   }
   if (d.kind == Kind::kSplit || d.kind == Kind::kResident) {
     const SplitArgs args{d.nrows, d.length, d.out_stride, d.splits, d.chunk, static_cast<Stats*>(workspace)};
