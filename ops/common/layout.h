@@ -98,7 +98,6 @@ StridedLayout<N> outer_dims(const StridedLayout<N>& l) {
   return outer;
 }
 
-// The elementwise layout of N tensors of one shape (operand 0 is the output).
 // Whether every stride of `operand` is a multiple of 16 bytes (elements of
 // `element_size` bytes): positions reached through these dims start 16-byte
 // aligned wherever the operand's base is.
@@ -115,6 +114,7 @@ bool strides_aligned16(const StridedLayout<N>& l, int element_size) {  // every 
   return true;
 }
 
+// The elementwise layout of N tensors of one shape (operand 0 is the output).
 template <int N>
 StridedLayout<N> elementwise_layout(const TensorDesc* const (&tensors)[N]) {
   StridedLayout<N> layout;

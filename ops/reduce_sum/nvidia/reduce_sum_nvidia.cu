@@ -335,7 +335,8 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     d->plane_layout = outer_dims(kept);
     // Column tiles start at multiples of VEC, so rows are 16-byte aligned
     // everywhere when the base is (checked at execute) and these strides are.
-    d->rows_aligned = strides_aligned16(d->reduced, 0, element_size) && strides_aligned16(d->plane_layout, 1, element_size);
+    d->rows_aligned =
+        strides_aligned16(d->reduced, 0, element_size) && strides_aligned16(d->plane_layout, 1, element_size);
     const int64_t tiles = d->planes * d->col_tiles;
     // Blocks to aim the splits at (in quarter grids, for A/B runs): 2 resident
     // grids for float32, 1 for 16-bit, whose tiles are twice as many columns

@@ -219,8 +219,7 @@ softmax_columns_cluster_kernel(T* out, const T* src, OffsetCalc<2, Index> planes
     const T* in = src + offsets[1] + row0 * a.src_stride + col0;
     for (int r = ty; r < rows; r += TY) cp_async16(&cache[r * TX + tx], in + r * a.src_stride, valid * sizeof(T));
   }
-  cp_async_commit();
-  cp_async_wait_group<0>();  // a thread reads back only its own copies: no barrier
+  cp_async_wait_all();  // a thread reads back only its own copies: no barrier
   const int own_rows = valid > 0 ? rows : 0;  // (threads past the last column copied nothing)
 
   // (max, sum) of this thread's rows, column by column: the max first, then

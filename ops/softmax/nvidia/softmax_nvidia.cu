@@ -213,7 +213,8 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
   // bytes). H200, scripts/nvidia_ab.py, 64 vs 128-byte tiles: 8192^2 over
   // dim 0 float32 191 vs 178 us; bf16 109.6-111.7 vs 111.9-114.0, fp16
   // 108.2-110.1 vs 109.8-111.1, 32 x 2048 x 512 bf16 51.3-52.1 vs 54.1-55.1.
-  const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_TX", element_size == 4 ? 8 : 4)), 1, 32);
+  const int64_t planned_tx = element_size == 4 ? 8 : 4;
+  const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_TX", planned_tx)), 1, 32);
   const int tx = static_cast<int>(std::min<int64_t>(max_tx, ceil_pow2(ceil_div(d.columns, vec))));
   const int64_t max_c = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_MAX", 16)), 1, 16);
   const int64_t col_tiles = ceil_div(d.columns, int64_t{tx} * vec);
