@@ -352,6 +352,8 @@ def test_softmax_columns_cluster(cuda_backend, dt, shape, dim, layout, expected)
     columns[3, ..., 13] = float("inf")
     columns[..., 17] = float("-inf")
     columns[-1, ..., 17] = 2.0  # -inf but for the last element: 1.0 there
+    columns[:columns.shape[0] // 2, ..., 21] = float("-inf")  # a block's rows all -inf but a NaN: NaN, as torch
+    columns[40, ..., 21] = float("nan")
     if layout == "offset":
         src = _offset(src)
     expected64 = torch.softmax(_host(src).double(), dim)

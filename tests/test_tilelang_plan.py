@@ -87,7 +87,8 @@ class FakeKernels:
 
             def contract(src, out):  # rows fit; vectors need aligned bases, and whole vectors unless flat
                 n = src.shape[1]
-                assert threads * per_thread >= n + (vec - 1 if flat else 0), f"{key}{args}: rows of {n}"
+                assert threads * per_thread >= n, f"{key}{args}: rows of {n}"
+                assert not flat or n >= 2 * vec, f"{key}{args}: flat rows of {n}"
                 if vec > 1:
                     assert src.data_ptr() % 16 == 0 and out.data_ptr() % 16 == 0
                     assert flat or n % vec == 0, f"{key}{args}: rows of {n}"
@@ -153,6 +154,16 @@ class FakeKernels:
                     m = stats[0].max(1).values
                     total = (stats[1] * torch.exp(stats[0] - m[:, None, :])).sum(1)
                 out.copy_((torch.exp(src.float() - m[:, None, :]) / total[:, None, :]).to(out.dtype))
+            return run
+        if key == "softmax.column_cluster":
+            mod = F.load_kernels("softmax")
+            cap = mod.CLUSTER_ROWS * args[1]
+
+            def run(src, out):  # the kernel's preconditions, then softmax down R
+                vec = 16 // src.element_size()
+                assert src.shape[2] % vec == 0 and src.shape[1] <= cap, f"{key}{args}: {tuple(src.shape)}"
+                assert src.data_ptr() % 16 == 0 and out.data_ptr() % 16 == 0
+                out.copy_(torch.softmax(src.double(), 1).to(out.dtype))
             return run
         raise AssertionError(f"no fake for {key}")
 
@@ -281,7 +292,8 @@ def test_reduce_sum_plans(case, kind, keepdim):
 SOFTMAX_CASES = [((4, 33), 1), ((5, 6), 0), ((3, 7, 4), 1), ((2, 3, 4, 5), 1), ((37,), 0), ((5, 1), 1), ((), 0),
                  ((1, 9, 1), 1), ((3, 20001), 1), ((20000, 7), 1), ((2000, 33), 0), ((2, 40000), 1),
                  ((64, 5000), 1), ((6, 7, 5), 0), ((3, 300, 2), 1),
-                 ((7, 2049), 1), ((3, 4095), 1)]  # block rows not whole vectors long (flat; 4095 + 3 needs a larger class)
+                 ((7, 2049), 1), ((3, 4095), 1),  # block rows not whole vectors long (flat; 4095 fills 512 x 8)
+                 ((600, 2112), 0), ((3000, 1056), 0)]  # column_cluster1, column_cluster4 (contiguous)
 
 
 @pytest.mark.parametrize("case", SOFTMAX_CASES, ids=str)
@@ -299,6 +311,31 @@ def test_softmax_plans(case, kind):
     expected = torch.softmax(x.double(), dim)
     run_plan("softmax", x, (x,), (dim,))
     torch.testing.assert_close(x.double(), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,dtype,expected", [
+    ((600, 2112), torch.float32, "column_cluster1"),     # 132 tiles of 16 columns: a block per SM
+    ((3000, 1056), torch.float32, "column_cluster4"),    # 66 tiles; 3000 rows need 3 blocks of 1024
+    ((8192, 1024), torch.bfloat16, "column_cluster8"),
+    ((8193, 1024), torch.bfloat16, "columns"),           # longer than 8 blocks hold
+    ((600, 2110), torch.float32, "columns"),             # not whole vectors wide
+    ((600, 64), torch.float32, "columns"),               # 4 tiles: too few blocks even at 8 per tile
+])
+def test_softmax_column_cluster_plans(shape, dtype, expected):
+    """Which column softmaxes run as one read by a cluster: the rule of
+    _column_cluster_size; misaligned bases fall back to the two-pass kernels."""
+    gen = make_generator(6)
+    src = torch.randn(shape, generator=gen).to(dtype)
+    out = torch.full_like(src, float("nan"))
+    d = run_plan("softmax", out, (src,), (0,))
+    assert d.variant.rstrip("0123456789") == expected.rstrip("0123456789") and d.variant.startswith(expected)
+    torch.testing.assert_close(out.double(), torch.softmax(src.double(), 0), rtol=1e-2, atol=1e-6)
+    if expected.startswith("column_cluster"):  # an unaligned base: the two-pass kernels, same result
+        base = torch.empty(src.numel() + 1, dtype=dtype)
+        unaligned = base[1:].view(shape).copy_(src)
+        out.fill_(float("nan"))
+        run_plan("softmax", out, (unaligned,), (0,))
+        torch.testing.assert_close(out.double(), torch.softmax(src.double(), 0), rtol=1e-2, atol=1e-6)
 
 
 def test_kernel_files_found_by_convention():

@@ -31,14 +31,21 @@ Kernels (sizes T.dynamic):
                                         column_combine merges a column's S
                                         pairs once (column_apply alone merges
                                         them in every segment: for S = 1)
+  column_cluster(dtype, cluster)        columns of up to cluster * 1024 rows,
+                                        C % vec == 0, aligned: a cluster of
+                                        blocks per 64-byte column tile, the
+                                        tile held in shared memory: 1 read +
+                                        1 write
 out may be src itself: every element is read before its own write.
+Every kernel here compiles with -ftz=true (with_denormals_flushed).
 """
 
 import tilelang.language as T
 
 from operator_runtime._internal.tilelang_common import (NEG_INF, RESIDENT_BLOCKS, block_max, block_sum, column_tile,
                                                         exp_term, fast_exp, load_column_round, rescale, rows_per_warp,
-                                                        scaled, vector_width, with_stores_lowered)
+                                                        scaled, term_under_neg_inf_max, vector_width, with_bounds_trusted,
+                                                        with_denormals_flushed, with_stores_lowered)
 
 DTYPES = ("float32", "float16", "bfloat16")
 F32 = "float32"
@@ -58,6 +65,7 @@ GROUP_ROW_CLASSES = ((4, 2), (8, 2), (16, 2), (32, 2), (32, 4))
 SPLIT_THREADS = 512
 
 
+@with_denormals_flushed
 def warp_rows(dtype: str, per_lane: int, rpw: int = 0, persistent: bool = False):
     """rpw rows per warp (0: rows_per_warp); persistent: at most
     RESIDENT_BLOCKS blocks, each looping over row groups (measured slower on
@@ -127,6 +135,7 @@ def exp_and_sum(x, m, s, chunks, vec, stride, first, N):
             s[0] = s[0] + x[c * vec + v]
 
 
+@with_denormals_flushed
 def group_rows(dtype: str, lanes: int, slots: int = 2):
     """N <= lanes * slots * vec, N % vec == 0, 16-byte aligned rows: `lanes`
     lanes per row (a power of two up to a warp), each holding `slots` 16-byte
@@ -189,14 +198,16 @@ def scaled_chunk(buf, x, c, vec, m, r, keep_input, dtype):
             buf[v] = T.cast(x[c * vec + v] * r[0], dtype)
 
 
+@with_denormals_flushed
 def block_rows(dtype: str, threads: int, per_thread: int, vec: int, flat: bool = False):
     """A block per row, the row in registers: float32 values, or (16-bit
     with 8 vectors a thread: keep_input) the row in its own dtype with exp
     computed twice, as the nvidia backend's 8-slot rows (half the registers).
-    flat (N % vec != 0, 16-byte aligned bases): vectors counted from the
-    tensor's start, so row r covers vectors r * N // vec .. (r * N + N - 1) // vec
-    (threads * per_thread >= N + vec - 1); the two it shares with its
-    neighbours are read and written element by element, the rest as vectors."""
+    flat (N % vec != 0, 16-byte aligned bases, N >= 2 * vec): vectors
+    counted from the tensor's start; the threads' slots hold the row's whole
+    vectors, and its up to vec - 1 leading and vec - 1 trailing elements
+    (in the vectors it shares with its neighbours) are one element each of
+    threads 0 .. 2 * vec - 1, so no slot needs an element-by-element path."""
     M, N = T.dynamic("M N")
     chunks = per_thread // vec
     keep_input = dtype != F32 and per_thread // vector_width(dtype) >= 8  # (also for the scalar twin, vec = 1)
@@ -212,23 +223,29 @@ def block_rows(dtype: str, threads: int, per_thread: int, vec: int, flat: bool =
             m = T.alloc_local((1,), F32)
             s = T.alloc_local((1,), F32)
             red = T.alloc_shared((32,), F32)
+            e = T.alloc_local((1,), F32)  # flat: this thread's element at a row end, or -inf
             if flat:
                 src1 = T.reshape(src, (M * N,))
                 out1 = T.reshape(out, (M * N,))
                 first = row * N
+                lo = T.ceildiv(first, vec)  # the row's first whole vector
+                hi = (first + N) // vec  # one past its last
                 for c in T.unroll(chunks):
-                    at = (first // vec + c * threads + tx) * vec
                     # (at + vec <= M * N follows, but stated, the bounds pass keeps the loads vectors)
-                    if at >= first and at + vec <= first + N and at + vec <= M * N:
+                    if lo + c * threads + tx < hi and (lo + c * threads + tx) * vec + vec <= M * N:
                         for v in T.vectorized(vec):
-                            buf[v] = src1[at + v]
+                            buf[v] = src1[(lo + c * threads + tx) * vec + v]
                     else:
                         for v in T.unroll(vec):
                             buf[v] = T.cast(NEG_INF, dtype)
-                            if at + v >= first and at + v < first + N:
-                                buf[v] = src1[at + v]
                     for v in T.unroll(vec):
                         x[c * vec + v] = T.cast(buf[v], held)
+                # threads 0 .. vec - 1: elements first + tx before lo; vec .. 2 vec - 1: from hi on
+                edge = T.if_then_else(tx < vec, first + tx, hi * vec + tx - vec)
+                on_edge = T.if_then_else(tx < vec, edge < lo * vec, tx < 2 * vec and edge < first + N)
+                e[0] = T.float32(NEG_INF)
+                if on_edge:
+                    e[0] = T.cast(src1[edge], F32)
             else:
                 if vec > 1:
                     T.assume(N % vec == 0)
@@ -241,13 +258,16 @@ def block_rows(dtype: str, threads: int, per_thread: int, vec: int, flat: bool =
                     else:
                         for v in T.unroll(vec):
                             x[c * vec + v] = T.cast(NEG_INF, held)
-            m[0] = T.float32(NEG_INF)
+            m[0] = e[0] if flat else T.float32(NEG_INF)
             for j in T.unroll(per_thread):
                 m[0] = T.max(m[0], T.cast(x[j], F32))
             block_max(m, red, tx, threads)
             if keep_input or flat:
                 # (padding is -inf: exp gives 0, or NaN where the row's max is -inf, as the row's own -infs)
                 s[0] = T.float32(0)
+                if flat:
+                    e[0] = fast_exp(e[0] - m[0])
+                    s[0] = e[0]
                 for j in T.unroll(per_thread):
                     if keep_input:
                         s[0] = s[0] + fast_exp(T.cast(x[j], F32) - m[0])
@@ -258,17 +278,15 @@ def block_rows(dtype: str, threads: int, per_thread: int, vec: int, flat: bool =
                 exp_and_sum(x, m, s, chunks, vec, threads, tx, N)
             block_sum(s, red, tx, threads)
             s[0] = T.float32(1) / s[0]
+            if flat:
+                if on_edge:
+                    out1[edge] = T.cast(e[0] * s[0], dtype)
             for c in T.unroll(chunks):
                 if flat:
-                    at = (row * N // vec + c * threads + tx) * vec
-                    scaled_chunk(buf, x, c, vec, m, s, keep_input, dtype)
-                    if at >= row * N and at + vec <= row * N + N and at + vec <= M * N:
+                    if lo + c * threads + tx < hi and (lo + c * threads + tx) * vec + vec <= M * N:
+                        scaled_chunk(buf, x, c, vec, m, s, keep_input, dtype)
                         for v in T.vectorized(vec):
-                            out1[at + v] = buf[v]
-                    else:
-                        for v in T.unroll(vec):
-                            if at + v >= row * N and at + v < row * N + N:
-                                out1[at + v] = buf[v]
+                            out1[(lo + c * threads + tx) * vec + v] = buf[v]
                 elif (c * threads + tx) * vec < N:
                     scaled_chunk(buf, x, c, vec, m, s, keep_input, dtype)
                     for v in T.vectorized(vec):
@@ -277,6 +295,7 @@ def block_rows(dtype: str, threads: int, per_thread: int, vec: int, flat: bool =
     return softmax_block_rows
 
 
+@with_denormals_flushed
 def split_stats(dtype: str, vec: int, unroll: int = 2):
     threads = SPLIT_THREADS
     step = threads * vec * unroll
@@ -338,6 +357,7 @@ def write_scaled(out, row, at, buf, u, res, m, r):
 
 
 @with_stores_lowered
+@with_denormals_flushed
 def split_apply(dtype: str, vec: int, unroll: int = 2):
     threads = SPLIT_THREADS
     step = threads * vec * unroll
@@ -411,6 +431,7 @@ def merge_lanes(m, s, mn, i, red_m, red_s, col, lanes):
         merge_pair(m, s, mn, i, red_m[w, col], red_s[w, col])
 
 
+@with_denormals_flushed
 def column_stats(dtype: str, vec: int, unroll: int = 4):
     """A block owns a tile of 32 * vec columns: lane tx % 32 holds `vec` of
     them (16-byte loads when vec > 1) and the 8 warps take every 8th row of
@@ -471,6 +492,7 @@ def column_stats(dtype: str, vec: int, unroll: int = 4):
     return softmax_column_stats
 
 
+@with_denormals_flushed
 def column_combine():
     """Merges each column's S (max, sum) pairs in segment order into segment
     0's slot, a thread per column (coalesced along C). Run between
@@ -500,6 +522,7 @@ def column_combine():
 
 
 @with_stores_lowered
+@with_denormals_flushed
 def column_apply(dtype: str, vec: int, unroll: int = 4, merged: bool = False):
     """The column tiles of column_stats: the block first merges its columns'
     S (max, sum) pairs (warp w takes segments w, w + 8, ...; then the 8 warps'
@@ -572,6 +595,137 @@ def column_apply(dtype: str, vec: int, unroll: int = 4, merged: bool = False):
     return softmax_column_apply
 
 
+# Column tiles a cluster of blocks reads once: threads across a tile (16
+# bytes each) and rows a block holds in shared memory (256 / across rows at
+# a time): 1024 rows of 64 bytes, 64 KB, so clusters of up to 8 blocks (the
+# portable size) take columns of up to 8192.
+CLUSTER_ACROSS, CLUSTER_ROWS = 4, 1024
+CLUSTER_SIZES = (1, 2, 4, 8)
+
+
+@with_stores_lowered
+@with_denormals_flushed
+@with_bounds_trusted
+def column_cluster(dtype: str, cluster: int, cap: int = CLUSTER_ROWS, across: int = CLUSTER_ACROSS):
+    """Softmax down columns of up to cluster * cap rows, each column tile
+    read once, as the nvidia backend's columns_cluster: a cluster of
+    `cluster` blocks per tile of across * vec columns (C % vec == 0, 16-byte
+    aligned bases). Block `rank` copies rows rank * chunk .. (chunk =
+    ceil(R / cluster) <= cap) into shared memory with cp.async (every copy in
+    flight, no registers held; a thread reads back only its own rows). The
+    block's (max, sum) per column: lanes by shuffles, warps in shared memory,
+    in order; sent to every block of the cluster; after the cluster barrier
+    the first `cols` threads merge a column's pairs in rank order once and
+    hand (max, 1 / sum) to the block in shared memory.
+
+    Every per-thread quantity the row loops test is a register (alloc_var),
+    the cluster rank included: an inlined rank is an asm volatile read at
+    each use, which nvcc may not merge."""
+    threads = 256
+    vec = vector_width(dtype)
+    down = threads // across  # rows a block takes at a time
+    per_thread = cap // down
+    cols = across * vec
+    warps = threads // 32
+    B, R, C = T.dynamic("B R C")
+
+    @T.prim_func
+    def softmax_column_cluster(src: T.Tensor((B, R, C), dtype), out: T.Tensor((B, R, C), dtype)):
+        with T.Kernel(T.ceildiv(C, cols) * B * cluster, threads=threads, cluster_dims=cluster) as bx:
+            T.annotate_restrict_buffers(src, out)
+            tx = T.get_thread_binding()
+            rank = T.alloc_var("int32", init=T.block_rank_in_cluster())
+            bt = T.alloc_var("int32", init=bx // cluster)
+            b = T.alloc_var("int32", init=bt // T.ceildiv(C, cols))
+            tile = T.alloc_var("int32", init=bt % T.ceildiv(C, cols))
+            chunk = T.alloc_var("int32", init=T.ceildiv(R, cluster))
+            first = T.alloc_var("int32", init=rank * chunk + tx // across)  # rows first + k * down, k < own
+            c0 = tile * cols + tx % across * vec  # (an expression: the vectorizer sees c0 % vec == 0)
+            own = T.alloc_var("int32", init=T.if_then_else(
+                c0 < C, T.ceildiv(T.max(T.min(chunk, R - rank * chunk) - tx // across, 0), down), 0))
+            cache = T.alloc_shared((cap, cols), dtype)
+            x = T.alloc_local((vec,), dtype)
+            res = T.alloc_local((vec,), dtype)
+            m = T.alloc_local((vec,), F32)
+            mn = T.alloc_local((vec,), F32)
+            s = T.alloc_local((vec,), F32)
+            other = T.alloc_local((2,), F32)
+            part_m = T.alloc_shared((warps, cols), F32)
+            part_s = T.alloc_shared((warps, cols), F32)
+            mine = T.alloc_shared((2, cols), F32)
+            every = T.alloc_shared((cluster, 2, cols), F32)
+            final = T.alloc_shared((2, cols), F32)
+            T.assume(C % vec == 0)
+            col = tx % across * vec
+            for k in T.unroll(per_thread):
+                if k < own:
+                    T.ptx_cp_async(T.access_ptr(cache[tx // across + k * down, col], "w", vec),
+                                   T.access_ptr(src[b, first + k * down, c0], "r", vec), vec)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            for v in T.unroll(vec):
+                m[v] = T.float32(NEG_INF)
+                s[v] = T.float32(0)
+            for k in T.unroll(per_thread):
+                if k < own:
+                    for v in T.vectorized(vec):
+                        x[v] = cache[tx // across + k * down, col + v]
+                    for v in T.unroll(vec):
+                        m[v] = T.max(m[v], T.cast(x[v], F32))
+            for k in T.unroll(per_thread):
+                if k < own:
+                    for v in T.vectorized(vec):
+                        x[v] = cache[tx // across + k * down, col + v]
+                    for v in T.unroll(vec):
+                        s[v] = s[v] + fast_exp(T.cast(x[v], F32) - m[v])
+            for v in T.unroll(vec):  # (exp(-inf - m) is 0 for m > -inf: no test per element; see exp_term)
+                if m[v] == T.float32(NEG_INF):  # rare: the thread's rows all -inf or NaN; the sum again
+                    s[v] = T.float32(0)
+                    for k in T.serial(own):
+                        s[v] = s[v] + term_under_neg_inf_max(T.cast(cache[tx // across + k * down, col + v], F32))
+            # lanes holding the same columns: lane ^ across, ^ 2 across, ... (merge is symmetric: all agree)
+            for o in T.unroll((32 // across).bit_length() - 1):
+                for v in T.unroll(vec):
+                    other[0] = T.shfl_xor(m[v], across << o)
+                    other[1] = T.shfl_xor(s[v], across << o)
+                    merge_pair(m, s, mn, v, other[0], other[1])
+            if tx % 32 < across:
+                for v in T.unroll(vec):
+                    part_m[tx // 32, col + v] = m[v]
+                    part_s[tx // 32, col + v] = s[v]
+            T.sync_threads()
+            if tx < cols:
+                merge_lanes(m, s, mn, 0, part_m, part_s, tx, warps)
+                mine[0, tx] = m[0]
+                mine[1, tx] = s[0]
+            # A cluster barrier before the sends: every block has started
+            T.cluster_sync()
+            for q in T.serial(cluster):
+                T.copy_cluster(mine, every[rank, :, :], dst_block=q)
+            T.cluster_sync()
+            if tx < cols:
+                m[0] = every[0, 0, tx]
+                s[0] = every[0, 1, tx]
+                for q in T.unroll(1, cluster):
+                    merge_pair(m, s, mn, 0, every[q, 0, tx], every[q, 1, tx])
+                final[0, tx] = m[0]
+                final[1, tx] = T.float32(1) / s[0]
+            T.sync_threads()
+            for v in T.unroll(vec):
+                m[v] = final[0, col + v]
+                s[v] = final[1, col + v]  # the reciprocal of the sum
+            for k in T.unroll(per_thread):
+                if k < own:
+                    for v in T.vectorized(vec):
+                        x[v] = cache[tx // across + k * down, col + v]
+                    for v in T.unroll(vec):
+                        res[v] = T.cast(fast_exp(T.cast(x[v], F32) - m[v]) * s[v], dtype)
+                    for v in T.vectorized(vec):
+                        out[b, first + k * down, c0 + v] = res[v]
+
+    return softmax_column_cluster
+
+
 def variants():
     out = []
     for d in DTYPES:
@@ -591,5 +745,7 @@ def variants():
             out.append((f"column_stats_{d}_{vec}", column_stats, (d, vec)))
             out.append((f"column_apply_{d}_{vec}", column_apply, (d, vec)))
             out.append((f"column_apply_merged_{d}_{vec}", column_apply, (d, vec, 4, True)))
+        for cluster in CLUSTER_SIZES:
+            out.append((f"column_cluster_{d}_{cluster}", column_cluster, (d, cluster)))
     out.append(("column_combine", column_combine, ()))
     return out

@@ -608,9 +608,8 @@ def _plan_softmax_rows(p: Planner, dtype, M: int, N: int):
         if threads * per_thread >= N:
             scalar = (dt, threads, per_thread, 1)
             vec_args, name = (dt, threads, per_thread, vec), f"block_rows{threads * per_thread}"
-            if N % vec:  # rows not whole vectors long: flat, where a row may straddle one more vector
-                flat = next((c for c in classes if c[0] * c[1] >= N + vec - 1), None)
-                vec_args, name = ((dt, *flat, vec, True), f"block_rows{flat[0] * flat[1]}_flat") if flat else (scalar, name)
+            if N % vec:  # rows not whole vectors long (and >= 2 * vec: N > 32 * 32 here): flat
+                vec_args, name = (dt, threads, per_thread, vec, True), name + "_flat"
             pick = p.launcher("softmax", "block_rows", vec_args, scalar)
             return (lambda src, out, ws: pick(_aligned(src, out))(src, out)), name
     S = max(1, -(-N // 32768))
@@ -663,7 +662,32 @@ def _plan_softmax_columns(p: Planner, dtype, B: int, R: int, C: int):
             combine(stats)
         apply_k(aligned)(src, stats, out)
 
-    return run, f"columns{S}"
+    cluster = _column_cluster_size(load_kernels("softmax"), vec, B, R, C)
+    if not cluster:
+        return run, f"columns{S}"
+    # Each column tile read once by a cluster of blocks (16-byte aligned
+    # bases; else the two-pass kernels above, their workspace kept for it).
+    cluster_k = p.kernel("softmax", "column_cluster", (dt, cluster))
+
+    def run_cluster(src, out, ws):
+        if _aligned(src, out):
+            cluster_k(src, out)
+        else:
+            run(src, out, ws)
+
+    return run_cluster, f"column_cluster{cluster}"
+
+
+def _column_cluster_size(mod, vec: int, B: int, R: int, C: int) -> int:
+    """Blocks per column tile for softmax's column_cluster kernel (0: it does
+    not apply): whole vectors across, columns of at most the largest
+    cluster's rows, and the smallest cluster that still puts a block on
+    every SM (as the nvidia backend's columns_cluster)."""
+    if C % vec or os.environ.get("OPRT_TUNE_SOFTMAX_COLUMN_CLUSTER") == "0":
+        return 0
+    cap = mod.CLUSTER_ROWS  # rows a block holds
+    tiles = B * -(-C // (mod.CLUSTER_ACROSS * vec))
+    return next((c for c in mod.CLUSTER_SIZES if R <= c * cap and tiles * c >= TARGET_BLOCKS // 4), 0)
 
 
 def plan_softmax(p: Planner, out, src, dim) -> TileLangDescriptor:

@@ -7,6 +7,8 @@ is a ``@T.macro`` expanded into the calling kernel.
 
 from __future__ import annotations
 
+import os
+
 import tilelang.language as T
 import torch
 
@@ -32,15 +34,37 @@ PASS_CONFIGS = {"tl.force_let_inline": True}
 # read-only (.nc) path.
 STORES_LOWERED = {"tl.enable_lower_ldgstg": True}
 
+# For the kernels whose factory carries it (`with_denormals_flushed`, every
+# softmax kernel): nvcc -ftz=true. fast_exp's __expf is ex2.approx.f32, which
+# without ftz keeps results below 2^-126 by a scale and a square around the
+# MUFU.EX2 (five instructions more per exp: 7584 -> 4144 SASS instructions
+# in a column_cluster kernel). The nvidia backend's exp flushes there too;
+# outputs below 2^-126 become 0 (float32 and bf16; fp16's range is above).
+DENORMALS_FLUSHED = {"tl.device_compile_flags": ["-ftz=true"]}
 
-def with_stores_lowered(factory):
-    factory.pass_configs = STORES_LOWERED
-    return factory
+
+def _compiled_with(configs: dict):
+    def decorate(factory):
+        factory.pass_configs = {**getattr(factory, "pass_configs", {}), **configs}
+        return factory
+    return decorate
+
+
+with_stores_lowered = _compiled_with(STORES_LOWERED)
+with_denormals_flushed = _compiled_with(DENORMALS_FLUSHED)
+# A kernel whose every global access sits under its own bounds test: no
+# second, generated test (on a column_cluster cp.async it was 34 SASS
+# instructions a copy, the 64-bit address arithmetic included).
+with_bounds_trusted = _compiled_with({"tl.disable_safe_memory_legalize": True})
 
 
 def pass_configs(factory) -> dict:
-    """The pass configs to compile `factory`'s kernels with."""
-    return {**PASS_CONFIGS, **getattr(factory, "pass_configs", {})}
+    """The pass configs to compile `factory`'s kernels with
+    (OPRT_TUNE_TILELANG_FTZ=0: without DENORMALS_FLUSHED, to measure it)."""
+    configs = {**PASS_CONFIGS, **getattr(factory, "pass_configs", {})}
+    if os.environ.get("OPRT_TUNE_TILELANG_FTZ") == "0":
+        configs.pop("tl.device_compile_flags", None)
+    return configs
 
 
 def itemsize(dtype: str) -> int:
@@ -138,6 +162,14 @@ def scaled(s, m_old, m_new):
 def exp_term(x, m):
     """exp(x - m) as a softmax sum term: 0 for x = -inf (also when m is -inf)."""
     return T.if_then_else(x == T.float32(NEG_INF), T.float32(0), fast_exp(x - m))
+
+
+def term_under_neg_inf_max(x):
+    """What x adds to a sum of exp(x - max) when the max is -inf: every
+    element is -inf (adds 0) or NaN (must reach the sum). With a max above
+    -inf, fast_exp(-inf - max) is 0 by itself: a kernel may test the max
+    once and use this only then, instead of exp_term on every element."""
+    return T.if_then_else(x == T.float32(NEG_INF), T.float32(0), x)
 
 
 @T.macro
