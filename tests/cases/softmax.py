@@ -99,5 +99,5 @@ def benchmark_cases():
         *case_grid("dim0_8192x8192", [(8192, 8192)], params=dim0, gpu_only=True),
         *case_grid("vocab_4096x151936", [(4096, 151936)], params=last, gpu_only=True),
         *case_grid("large_16384x16384", [(16384, 16384)], params=last, gpu_only=True),
-        *case_grid("odd_16384x12289", [(16384, 12289)], [bf16], params=last, gpu_only=True),
+        *case_grid("odd_16384x12289", [(16384, 12289)], [f32, bf16], params=last, gpu_only=True),
     ]

@@ -241,17 +241,7 @@ softmax_columns_cluster_kernel(T* out, const T* src, OffsetCalc<2, Index> planes
     float x[VEC];
     raw_to_floats<T>(cache[r * TX + tx], x);
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) s[e] += exp_minus(x[e], m[e]);
-  }
-#pragma unroll
-  for (int e = 0; e < VEC; ++e) {
-    if (m[e] != -INFINITY) continue;
-    s[e] = 0.0f;  // (rare: the column's rows here all -inf or NaN) the sum again, by term_under_neg_inf_max
-    for (int r = ty; r < own_rows; r += TY) {
-      float x[VEC];
-      raw_to_floats<T>(cache[r * TX + tx], x);
-      s[e] += term_under_neg_inf_max(x[e]);
-    }
+    for (int e = 0; e < VEC; ++e) s[e] += exp_or_zero(x[e], m[e]);
   }
 #pragma unroll
   for (int e = 0; e < VEC; ++e) st[e] = {m[e], s[e]};

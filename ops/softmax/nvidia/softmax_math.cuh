@@ -33,11 +33,7 @@ struct Stats {
 __device__ __forceinline__ float rescale(float s, float m_old, float m_new) {
   return s == 0.0f ? 0.0f : s * exp_minus(m_old, m_new);
 }
-// What an element adds to a sum of exp(x - max) when the max is -inf: every
-// element is -inf (adds 0) or NaN (must reach the sum). With a max above
-// -inf, exp_minus(-inf, max) is 0 by itself, so the sums test the max once
-// instead of each element (2 instructions fewer per element).
-__device__ __forceinline__ float term_under_neg_inf_max(float x) { return x == -INFINITY ? 0.0f : x; }
+__device__ __forceinline__ float exp_or_zero(float x, float m) { return x == -INFINITY ? 0.0f : exp_minus(x, m); }
 __device__ __forceinline__ Stats merge(Stats a, Stats b) {
   const float m = fmaxf(a.m, b.m);
   return {m, rescale(a.s, a.m, m) + rescale(b.s, b.m, m)};
@@ -48,13 +44,8 @@ __device__ __forceinline__ void update(Stats& st, const float (&x)[N]) {
 #pragma unroll
   for (int e = 0; e < N; ++e) m = fmaxf(m, x[e]);
   float s = rescale(st.s, st.m, m);
-  if (m == -INFINITY) {
 #pragma unroll
-    for (int e = 0; e < N; ++e) s += term_under_neg_inf_max(x[e]);
-  } else {
-#pragma unroll
-    for (int e = 0; e < N; ++e) s += exp_minus(x[e], m);
-  }
+  for (int e = 0; e < N; ++e) s += exp_or_zero(x[e], m);
   st = {m, s};
 }
 // Max and sum of N values (a power of two) as trees: independent
@@ -102,9 +93,9 @@ __device__ __forceinline__ void update_round(Stats& st, const Raw16 (&raw)[U], c
       for (int e = 0; e < VEC; ++e) acc[e] += term(y[e]);
     }
   };
-  if (m == -INFINITY)
-    accumulate(term_under_neg_inf_max);
-  else
+  if (m == -INFINITY)  // every counted element is -inf (adds 0) or NaN (must reach the sum)
+    accumulate([](float v) { return v == -INFINITY ? 0.0f : v; });
+  else  // exp(-inf - m) is 0 for any m > -inf: no per-element test (2 instructions fewer)
     accumulate([m](float v) { return exp_minus(v, m); });
   st = {m, rescale(st.s, st.m, m) + tree_sum(acc)};
 }

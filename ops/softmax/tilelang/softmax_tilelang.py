@@ -615,8 +615,8 @@ def column_cluster(dtype: str, cluster: int, cap: int = CLUSTER_ROWS, across: in
     flight, no registers held; a thread reads back only its own rows). The
     block's (max, sum) per column: lanes by shuffles, warps in shared memory,
     in order; sent to every block of the cluster; after the cluster barrier
-    the first `cols` threads merge a column's pairs in rank order once and
-    hand (max, 1 / sum) to the block in shared memory.
+    each warp merges a column's pairs in rank order once per lane and hands
+    (max, 1 / sum) to its threads by shuffles.
 
     Every per-thread quantity the row loops test is a register (alloc_var),
     the cluster rank included: an inlined rank is an asm volatile read at
@@ -654,7 +654,6 @@ def column_cluster(dtype: str, cluster: int, cap: int = CLUSTER_ROWS, across: in
             part_s = T.alloc_shared((warps, cols), F32)
             mine = T.alloc_shared((2, cols), F32)
             every = T.alloc_shared((cluster, 2, cols), F32)
-            final = T.alloc_shared((2, cols), F32)
             T.assume(C % vec == 0)
             col = tx % across * vec
             for k in T.unroll(per_thread):
@@ -703,17 +702,20 @@ def column_cluster(dtype: str, cluster: int, cap: int = CLUSTER_ROWS, across: in
             for q in T.serial(cluster):
                 T.copy_cluster(mine, every[rank, :, :], dst_block=q)
             T.cluster_sync()
-            if tx < cols:
-                m[0] = every[0, 0, tx]
-                s[0] = every[0, 1, tx]
-                for q in T.unroll(1, cluster):
-                    merge_pair(m, s, mn, 0, every[q, 0, tx], every[q, 1, tx])
-                final[0, tx] = m[0]
-                final[1, tx] = T.float32(1) / s[0]
-            T.sync_threads()
+            # Lane l of every warp merges column l % cols in rank order and
+            # hands each thread its vec columns by shuffles (no shared buffer
+            # and barrier after the exchange; one merge per lane).
+            other[0] = every[0, 0, tx % 32 % cols]
+            other[1] = every[0, 1, tx % 32 % cols]
+            for q in T.unroll(1, cluster):
+                mn[0] = T.max(other[0], every[q, 0, tx % 32 % cols])
+                other[1] = scaled(other[1], other[0], mn[0]) + scaled(every[q, 1, tx % 32 % cols],
+                                                                      every[q, 0, tx % 32 % cols], mn[0])
+                other[0] = mn[0]
+            other[1] = T.float32(1) / other[1]
             for v in T.unroll(vec):
-                m[v] = final[0, col + v]
-                s[v] = final[1, col + v]  # the reciprocal of the sum
+                m[v] = T.shfl_sync(other[0], col + v)
+                s[v] = T.shfl_sync(other[1], col + v)  # the reciprocal of the sum
             for k in T.unroll(per_thread):
                 if k < own:
                     for v in T.vectorized(vec):
