@@ -198,6 +198,7 @@ def scaled_chunk(buf, x, c, vec, m, r, keep_input, dtype):
             buf[v] = T.cast(x[c * vec + v] * r[0], dtype)
 
 
+@with_stores_lowered
 @with_denormals_flushed
 def block_rows(dtype: str, threads: int, per_thread: int, vec: int, flat: bool = False):
     """A block per row, the row in registers: float32 values, or (16-bit
@@ -212,11 +213,18 @@ def block_rows(dtype: str, threads: int, per_thread: int, vec: int, flat: bool =
     chunks = per_thread // vec
     keep_input = dtype != F32 and per_thread // vector_width(dtype) >= 8  # (also for the scalar twin, vec = 1)
     held = dtype if keep_input else F32
+    # Blocks an SM the register count must allow (stores_lowered's explicit
+    # stores took a few more registers than nvcc's, which cost a block an SM
+    # in some classes): a full SM up to 16 values a thread (32 registers),
+    # 3 blocks of 256 for the 16-bit rows kept in their own dtype.
+    min_blocks = 2048 // threads if per_thread <= 16 else 3 if keep_input else 0
 
     @T.prim_func
     def softmax_block_rows(src: T.Tensor((M, N), dtype), out: T.Tensor((M, N), dtype)):
         with T.Kernel(M, threads=threads) as row:
             T.annotate_restrict_buffers(src, out)
+            if min_blocks:
+                T.annotate_min_blocks_per_sm(min_blocks)
             tx = T.get_thread_binding()
             x = T.alloc_local((per_thread,), held)
             buf = T.alloc_local((vec,), dtype)
