@@ -44,8 +44,9 @@ import tilelang.language as T
 
 from operator_runtime._internal.tilelang_common import (NEG_INF, RESIDENT_BLOCKS, block_max, block_sum, column_tile,
                                                         exp_term, fast_exp, load_column_round, rescale, rows_per_warp,
-                                                        scaled, term_under_neg_inf_max, vector_width, with_bounds_trusted,
-                                                        with_denormals_flushed, with_stores_lowered)
+                                                        scaled, term_under_neg_inf_max, vector_width,
+                                                        with_bounds_trusted, with_denormals_flushed,
+                                                        with_stores_lowered)
 
 DTYPES = ("float32", "float16", "bfloat16")
 F32 = "float32"
@@ -239,7 +240,7 @@ def block_rows(dtype: str, threads: int, per_thread: int, vec: int, flat: bool =
                 lo = T.ceildiv(first, vec)  # the row's first whole vector
                 hi = (first + N) // vec  # one past its last
                 for c in T.unroll(chunks):
-                    # (at + vec <= M * N follows, but stated, the bounds pass keeps the loads vectors)
+                    # (the M * N bound follows from the row's, but stated, the bounds pass keeps the loads vectors)
                     if lo + c * threads + tx < hi and (lo + c * threads + tx) * vec + vec <= M * N:
                         for v in T.vectorized(vec):
                             buf[v] = src1[(lo + c * threads + tx) * vec + v]
