@@ -289,19 +289,19 @@ def test_eviction_keeps_a_hot_signature(named, device, resolves):
     assert resolves["n"] == count
 
 
-def _workspace_case(device):
-    """(src, dim) for a reduction whose descriptor asks for a workspace."""
+def _workspace_case(device, backend):
+    """(src, dim) for a reduction whose descriptor on `backend` asks for a workspace."""
     for shape, dim in (((1 << 20,), None), ((2, 1 << 20), -1), ((300, 2001), None)):
         src = _randn(shape, device)
-        out = oprt.reduce_sum(src, dim)
-        with oprt.prepare_reduce_sum(torch.empty_like(out), src, dim) as prepared:
+        out = oprt.reduce_sum(src, dim, backend=backend)
+        with oprt.prepare_reduce_sum(torch.empty_like(out), src, dim, backend=backend) as prepared:
             if prepared.workspace_size:
                 return src, dim
     return None, None
 
 
 def test_workspace_is_reused_per_thread(named, device):
-    src, dim = _workspace_case(device)
+    src, dim = _workspace_case(device, named)
     if src is None:
         pytest.skip(f"no reduction asks for a workspace on {named}")
     expected = oprt.reduce_sum(src, dim, backend=named)
