@@ -43,6 +43,11 @@ TARGET_BLOCKS = 528          # 4 blocks per SM on a 132-SM H200: enough to fill 
 MAX_GRID_Y = 65535
 
 
+def tuned_off(knob: str) -> bool:
+    """Whether OPRT_TUNE_<knob>=0 turns a planned choice off (for A/B runs)."""
+    return os.environ.get(f"OPRT_TUNE_{knob}") == "0"
+
+
 # -- kernel files ----------------------------------------------------------------------------
 
 def kernel_roots() -> list[Path]:
@@ -635,7 +640,10 @@ def _plan_softmax_rows(p: Planner, dtype, M: int, N: int):
 def _plan_softmax_columns(p: Planner, dtype, B: int, R: int, C: int):
     dt = DTYPE_NAMES[dtype]
     vec = _vec(dtype)
-    use_vec = C % vec == 0
+    # With a cluster planned, the two-pass kernels below serve only calls
+    # whose bases are not 16-byte aligned: their scalar twins alone.
+    cluster = _column_cluster_size(load_kernels("softmax"), vec, B, R, C)
+    use_vec = C % vec == 0 and not cluster
     tiles = B * -(-C // (32 * (vec if use_vec else 1)))  # a block per 32 lanes x vec columns
     # Segments for 8 blocks per SM, as the column sums; column_combine merges
     # each column's S pairs once, so column_apply reads one (it merged all S
@@ -662,7 +670,6 @@ def _plan_softmax_columns(p: Planner, dtype, B: int, R: int, C: int):
             combine(stats)
         apply_k(aligned)(src, stats, out)
 
-    cluster = _column_cluster_size(load_kernels("softmax"), vec, B, R, C)
     if not cluster:
         return run, f"columns{S}"
     # Each column tile read once by a cluster of blocks (16-byte aligned
@@ -683,7 +690,7 @@ def _column_cluster_size(mod, vec: int, B: int, R: int, C: int) -> int:
     not apply): whole vectors across, columns of at most the largest
     cluster's rows, and the smallest cluster that still puts a block on
     every SM (as the nvidia backend's columns_cluster)."""
-    if C % vec or os.environ.get("OPRT_TUNE_SOFTMAX_COLUMN_CLUSTER") == "0":
+    if C % vec or tuned_off("SOFTMAX_COLUMN_CLUSTER"):
         return 0
     cap = mod.CLUSTER_ROWS  # rows a block holds
     tiles = B * -(-C // (mod.CLUSTER_ACROSS * vec))

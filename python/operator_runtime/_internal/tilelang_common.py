@@ -7,10 +7,10 @@ is a ``@T.macro`` expanded into the calling kernel.
 
 from __future__ import annotations
 
-import os
-
 import tilelang.language as T
 import torch
+
+from .tilelang_backend import tuned_off
 
 WARP = 32
 FLOAT32 = "float32"
@@ -62,8 +62,8 @@ def pass_configs(factory) -> dict:
     """The pass configs to compile `factory`'s kernels with
     (OPRT_TUNE_TILELANG_FTZ=0: without DENORMALS_FLUSHED, to measure it)."""
     configs = {**PASS_CONFIGS, **getattr(factory, "pass_configs", {})}
-    if os.environ.get("OPRT_TUNE_TILELANG_FTZ") == "0":
-        configs.pop("tl.device_compile_flags", None)
+    if tuned_off("TILELANG_FTZ"):
+        configs = {k: v for k, v in configs.items() if DENORMALS_FLUSHED.get(k) != v}
     return configs
 
 
