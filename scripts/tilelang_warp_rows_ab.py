@@ -13,6 +13,9 @@ and torch, each first checked against torch on ragged shapes.
               then softmax over dim 0 (column_stats + column_apply) at
               5..66 segments (H200: docs/data/tilelang-h200-2026-12-02g-columns-ab.txt),
               and with column_combine between the passes ("c" rows)
+  rows_split  reduce_sum rows with 2, 4 or 8 vectors in flight per thread,
+              at 132..1056 segments, float32 and bf16, both passes timed (and
+              the first alone); timed at 64M summed to a scalar and at 4 x 4M
   split       softmax split_stats + split_apply (long rows) with 2 or 4
               vectors in flight per thread, at 33..528 segments per row,
               float32 and bf16; timed at 4 x 4M
@@ -32,7 +35,7 @@ import operator_runtime as oprt
 from operator_runtime_testing.benchmark import TimingConfig, measure
 
 TARGET = {"kind": "cuda", "arch": "sm_90"}
-FAMILY = next((f for f in ("block_rows", "columns", "split") if f in sys.argv[1:]), "warp_rows")
+FAMILY = next((f for f in ("block_rows", "columns", "rows_split", "split") if f in sys.argv[1:]), "warp_rows")
 COMPILE_ONLY = "compile" in sys.argv[1:]
 
 def build(op, fac, args):
@@ -60,6 +63,12 @@ elif FAMILY == "block_rows":
         vec = 16 // getattr(torch, dt).itemsize
         for threads, per_thread in ((512, 16), (256, 32), (1024, 8), (1024, 16), (512, 32)):
             jobs.append(("softmax", "block_rows", (dt, threads, per_thread, vec)))
+elif FAMILY == "rows_split":
+    for dt in ("float32", "bfloat16"):
+        vec = 16 // getattr(torch, dt).itemsize
+        for unroll in (2, 4, 8):
+            jobs.append(("reduce_sum", "rows", (dt, "float32", vec, unroll)))
+        jobs.append(("reduce_sum", "rows", ("float32", dt, 1)))  # the second pass
 elif FAMILY == "split":
     for dt in ("float32", "bfloat16"):
         vec = 16 // getattr(torch, dt).itemsize
@@ -159,6 +168,40 @@ def run_columns(kernels):
                       f"{'ok' if ok else 'BAD':4s} | {nv:8.1f} {tt:8.1f}", flush=True)
 
 
+def run_rows_split(kernels):
+    """Sums of 64M elements to a scalar and of 4 rows of 4M, in two passes
+    (S segments per row of float32 partials, then their sum), at several S
+    around the planner's (528 and 132); "1st" = the first pass alone
+    (H200: docs/data/tilelang-h200-2026-12-03f-rows-split-ab.txt)."""
+    print(f"{'case':10s} {'dtype':9s} {'unroll':6s} {'S':>4s} {'us':>8s} {'1st_us':>8s} {'GB/s':>6s}  ok   | nvidia_us torch_us")
+    for case, (M, N) in (("scalar_64M", (1, 64 * 2**20)), ("long_4x4M", (4, 4 * 2**20))):
+        for dt_name in ("float32", "bfloat16"):
+            dt = getattr(torch, dt_name)
+            second = kernels[("reduce_sum", "rows", ("float32", dt_name, 1))]
+            x = torch.randn(M, N, device="cuda", dtype=dt)
+            ref = x.double().sum(1, keepdim=True)
+            out = torch.empty(M, 1, device="cuda", dtype=dt)
+            if M == 1:
+                nv = nvt(lambda: oprt.reduce_sum_(out[0, 0], x[0], None, backend="nvidia"))
+                tt = timeit(lambda: torch.sum(x))
+            else:
+                nv = nvt(lambda: oprt.reduce_sum_(out[:, 0], x, -1, backend="nvidia"))
+                tt = timeit(lambda: torch.sum(x, -1, out=out[:, 0]))
+            for (op, fac, args), k in kernels.items():
+                if fac != "rows" or len(args) != 4 or args[0] != dt_name:
+                    continue
+                for S in ((132, 264, 528, 1056) if M == 1 else (33, 66, 132, 264)):
+                    partials = torch.full((M, S), float("nan"), device="cuda")
+                    out.fill_(float("nan"))
+                    k(x, partials); second(partials, out)
+                    ok = torch.allclose(out.double(), ref, rtol=1e-2, atol=5.0)
+                    us = timeit(lambda: (k(x, partials), second(partials, out)))
+                    first = timeit(lambda: k(x, partials))
+                    print(f"{case:10s} {dt_name:9s} {args[3]:<6d} {S:4d} {us:8.1f} {first:8.1f} "
+                          f"{x.numel() * x.element_size() / us / 1e3:6.0f}  {'ok' if ok else 'BAD':4s} | {nv:8.1f} {tt:8.1f}",
+                          flush=True)
+
+
 def timed_shape(job):
     if job[1] == "warp_rows":
         return 262144, 128
@@ -180,6 +223,8 @@ if FAMILY == "columns":
     run_columns(kernels); run_softmax_columns(kernels); sys.exit()
 if FAMILY == "split":
     run_split(kernels); sys.exit()
+if FAMILY == "rows_split":
+    run_rows_split(kernels); sys.exit()
 dev = "cuda"
 print(f"{'op':10s} {'dtype':9s} args                 shape          us   GB/s   ok   | nvidia_us torch_us")
 for (op, fac, args), k in kernels.items():

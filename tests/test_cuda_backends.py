@@ -663,6 +663,37 @@ def test_cuda_graph_capture(cuda_backend, case):
     prepared.destroy()
 
 
+# -- split sums run after run ---------------------------------------------------------
+
+SPLIT_SUMS = [((4, 1 << 20), torch.float32, (1,)), ((4096, 1024), torch.bfloat16, (0,)),
+              ((1 << 22,), torch.float32, None), ((3, 1000, 96), torch.float16, (1,)),
+              ((5, 300001), torch.float32, (1,)), ((2001, 96), torch.float32, (0,))]  # unaligned bases below
+
+
+def test_split_sums_interleaved(cuda_backend):
+    """Sums split across blocks, run again and again between other ops that
+    write the same per-thread workspace, on two streams and through
+    unaligned views: right every time (tilelang: each split's last block
+    adds the partials, counted by counters that every run must leave at 0)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    noise = _randn((64, 1 << 16), torch.float32, 90)
+    for attempt in range(3):
+        for index, (shape, dtype, dims) in enumerate(SPLIT_SUMS):
+            x = _randn(shape, dtype, 91 + index + attempt)
+            if index >= 4:  # dense, 4 bytes past a 16-byte boundary: the scalar kernels
+                x = _randn((x.numel() + 1,), dtype, 91 + attempt)[1:].view(shape)
+            for stream in (torch.cuda.current_stream(), side):
+                with torch.cuda.stream(stream):
+                    got = oprt.reduce_sum(x, dims, backend=cuda_backend)
+                    oprt.softmax(noise, -1, backend=cuda_backend)  # its stats take the same workspace
+                    again = oprt.reduce_sum(x, dims, backend=cuda_backend)
+                stream.synchronize()
+                msg = f"{shape} {dtype} dims {dims}, attempt {attempt}"
+                _check_sum(got, x, dims, msg)
+                assert_bitwise_equal(again, got, msg)
+
+
 # -- determinism -----------------------------------------------------------------------
 
 DETERMINISM_CASES = [

@@ -63,16 +63,24 @@ class FakeKernels:
         if key == "reduce_sum.warp_rows":
             return lambda src, out: out.copy_(src.float().sum(1).to(out.dtype))
         if key == "reduce_sum.rows":
-            vec = args[2]
-            step = 256 * vec * 2
+            vec, unroll, finish = (tuple(args[2:]) + (2, False))[:3]
+            step = 256 * vec * unroll
 
             def run(src, out):
                 M, N = src.shape
                 S = out.shape[1]
                 for s, (a, b) in enumerate(_row_segments(N, S, step)):
                     out[:, s] = src[:, a:b].float().sum(1).to(out.dtype) if b > a else 0
-            return run
+
+            def finished(src, partials, counters, out):  # the row's last block adds the partials
+                assert partials.dtype == torch.float32 and counters.dtype == torch.int32
+                assert counters.shape == (src.shape[0],) and not counters.any(), "counters must be 0 on entry"
+                run(src, partials)
+                out.copy_(partials.sum(1).to(out.dtype))
+            return finished if finish else run
         if key == "reduce_sum.columns":
+            cols = 32 * args[2]
+
             def run(src, out):
                 B, R, C = src.shape
                 S = out.shape[1]
@@ -80,7 +88,14 @@ class FakeKernels:
                 for s in range(S):
                     a, b = s * seg, min(R, (s + 1) * seg)
                     out[:, s, :] = src[:, a:b, :].float().sum(1).to(out.dtype) if b > a else 0
-            return run
+
+            def finished(src, partials, counters, out):  # each tile's last block adds the partials
+                B, R, C = src.shape
+                assert partials.dtype == torch.float32 and counters.dtype == torch.int32
+                assert counters.numel() >= B * -(-C // cols) and not counters.any(), "counters must be 0 on entry"
+                run(src, partials)
+                out.copy_(partials.sum(1).to(out.dtype))
+            return finished if len(args) > 4 and args[4] else run
         if key == "softmax.block_rows":
             threads, per_thread, vec = args[1:4]
             flat = len(args) > 4 and args[4]

@@ -31,60 +31,93 @@ of vec and the pointers 16-byte aligned; vec = 1 uses coalesced scalar loads.
 
 import tilelang.language as T
 
-from operator_runtime._internal.tilelang_common import (RESIDENT_BLOCKS, block_sum, column_tile, load_column_round,
-                                                        rows_per_warp, vector_width)
+from operator_runtime._internal.tilelang_common import (RESIDENT_BLOCKS, block_sum, column_tile,
+                                                        finish_by_last_block, load_column_round, rows_per_warp,
+                                                        vector_width)
 
 DTYPES = ("float32", "float16", "bfloat16")
 THREADS = 256
 GROUP_ROW_LANES = (4, 8, 16, 32)  # group_rows: lanes per row (2 vectors each per step)
+# rows split into segments (few long rows): vectors in flight per thread. On the
+# H200 a sum of 64M bf16 to a scalar ran 40.0 / 38.5 / 38.4 us at 2 / 4 / 8,
+# float32 70.4 / 68.5 / 67.0 (docs/data/tilelang-h200-2026-12-03f-rows-split-ab.txt)
+SPLIT_UNROLL = 8
 F32 = "float32"
 
 
-def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2):
+def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2, finish: bool = False):
+    """A block per (row, segment): `unroll` loads of `vec` elements in flight
+    per thread, added into two vectors of float32 accumulators (in load
+    order: deterministic). Without `finish` the block writes its sum to
+    out[row, seg]; with it (S > 1) to the float32 partials[row, seg], and the
+    row's last block to finish adds the row's S partials into out[row]."""
     threads = THREADS
     step = threads * vec * unroll
+    slots = min(unroll, 2)
     M, N, S = T.dynamic("M N S")
     om, os = T.dynamic("om os", "int64")
 
-    @T.prim_func
-    def sum_rows(src: T.Tensor((M, N), src_dtype), out: T.StridedTensor((M, S), (om, os), out_dtype)):
-        with T.Kernel(M, S, threads=threads) as (row, seg):
-            tx = T.get_thread_binding()
-            acc = T.alloc_local((1,), F32)
-            part = T.alloc_local((unroll * vec,), F32)
-            buf = T.alloc_local((unroll * vec,), src_dtype)
-            red = T.alloc_shared((32,), F32)
-            if vec > 1:
-                T.assume(N % vec == 0)
-            # segment length: a multiple of `step`, so every segment starts aligned
-            # (registers hold the quotients: inlined, they cost divisions per load)
-            seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))
-            T.assume(seg_steps >= 1)
-            start = seg * seg_steps * step
-            end = T.min(N, start + seg_steps * step)
-            for j in T.unroll(unroll * vec):
-                part[j] = T.float32(0)
-            for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
-                if start + (k + 1) * step <= end:
-                    for u in T.unroll(unroll):
-                        for v in T.vectorized(vec):
-                            buf[u * vec + v] = src[row, start + k * step + (u * threads + tx) * vec + v]
-                    for j in T.unroll(unroll * vec):
-                        part[j] = part[j] + T.cast(buf[j], F32)
-                else:
-                    for u in T.unroll(unroll):
-                        for v in T.unroll(vec):
-                            if start + k * step + (u * threads + tx) * vec + v < end:
-                                part[u * vec + v] = part[u * vec + v] + T.cast(
-                                    src[row, start + k * step + (u * threads + tx) * vec + v], F32)
-            acc[0] = T.float32(0)
-            for j in T.unroll(unroll * vec):
-                acc[0] = acc[0] + part[j]
-            block_sum(acc, red, tx, threads)
-            if tx == 0:
-                out[row, seg] = T.cast(acc[0], out_dtype)
+    @T.macro
+    def segment_sum(src, row, seg, acc, red):
+        """acc[0] of every thread = the sum of segment `seg` of `row`."""
+        tx = T.get_thread_binding()
+        part = T.alloc_local((slots * vec,), F32)
+        buf = T.alloc_local((unroll * vec,), src_dtype)
+        if vec > 1:
+            T.assume(N % vec == 0)
+        # segment length: a multiple of `step`, so every segment starts aligned
+        # (registers hold the quotients: inlined, they cost divisions per load)
+        seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))
+        T.assume(seg_steps >= 1)
+        start = seg * seg_steps * step
+        end = T.min(N, start + seg_steps * step)
+        for j in T.unroll(slots * vec):
+            part[j] = T.float32(0)
+        for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
+            if start + (k + 1) * step <= end:
+                for u in T.unroll(unroll):
+                    for v in T.vectorized(vec):
+                        buf[u * vec + v] = src[row, start + k * step + (u * threads + tx) * vec + v]
+                for u in T.unroll(unroll):
+                    for v in T.unroll(vec):
+                        part[u % slots * vec + v] = part[u % slots * vec + v] + T.cast(buf[u * vec + v], F32)
+            else:
+                for u in T.unroll(unroll):
+                    for v in T.unroll(vec):
+                        if start + k * step + (u * threads + tx) * vec + v < end:
+                            part[u % slots * vec + v] = part[u % slots * vec + v] + T.cast(
+                                src[row, start + k * step + (u * threads + tx) * vec + v], F32)
+        acc[0] = T.float32(0)
+        for j in T.unroll(slots * vec):
+            acc[0] = acc[0] + part[j]
+        block_sum(acc, red, tx, threads)
 
-    return sum_rows
+    if not finish:
+        @T.prim_func
+        def sum_rows(src: T.Tensor((M, N), src_dtype), out: T.StridedTensor((M, S), (om, os), out_dtype)):
+            with T.Kernel(M, S, threads=threads) as (row, seg):
+                if unroll > 2:
+                    T.annotate_min_blocks_per_sm(4)  # <= 64 registers: 4 blocks of 256 fill an SM
+                acc = T.alloc_local((1,), F32)
+                red = T.alloc_shared((32,), F32)
+                segment_sum(src, row, seg, acc, red)
+                if T.get_thread_binding() == 0:
+                    out[row, seg] = T.cast(acc[0], out_dtype)
+
+        return sum_rows
+
+    @T.prim_func
+    def sum_rows_finished(src: T.Tensor((M, N), src_dtype), partials: T.Tensor((M, S), F32),
+                          counters: T.Tensor((M,), "int32"), out: T.StridedTensor((M,), (om,), out_dtype)):
+        with T.Kernel(M, S, threads=threads) as (row, seg):
+            if unroll > 2:
+                T.annotate_min_blocks_per_sm(4)
+            acc = T.alloc_local((1,), F32)
+            red = T.alloc_shared((32,), F32)
+            segment_sum(src, row, seg, acc, red)
+            finish_by_last_block(partials, counters, out, row, seg, S, acc, red, threads)
+
+    return sum_rows_finished
 
 
 def warp_rows(src_dtype: str, out_dtype: str, per_lane: int = 4, rpw: int = 0, persistent: bool = False):
@@ -179,58 +212,115 @@ def group_rows(src_dtype: str, out_dtype: str, lanes: int, slots: int = 2):
     return sum_group_rows
 
 
-def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4):
+def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4, finish: bool = False):
     """A block owns a tile of 32 * vec columns: lane tx % 32 holds `vec` of
     them (one 16-byte load per row when vec > 1), and the 8 warps take every
     8th row of the segment, `unroll` rows of loads in flight; the 8 partial
-    sums of a column are added in shared memory in warp order."""
+    sums of a column are added in shared memory in warp order. Without
+    `finish` they go to out[b, seg, :]; with it (S > 1) to the float32
+    partials[b, seg, :], and the tile's last block to finish adds its
+    columns' S partials in segment order into out[b, :] (one launch; the
+    protocol of finish_by_last_block, with a counter per tile)."""
     threads = THREADS
     lanes = threads // 32
     cols = 32 * vec
-    B, R, C, S = T.dynamic("B R C S")
+    B, R, C, S, K = T.dynamic("B R C S K")
     ob, os, oc = T.dynamic("ob os oc", "int64")
 
+    @T.macro
+    def tile_sums(src, bt, seg, red):
+        """red[0, j] = the segment's sum of the tile's column j (after a barrier)."""
+        tx = T.get_thread_binding()
+        lane = tx % 32
+        warp = tx // 32
+        b, tile, start, end, c0 = column_tile(bt, seg, R, C, S, cols, vec)
+        part = T.alloc_local((unroll, vec), F32)
+        buf = T.alloc_local((unroll, vec), src_dtype)
+        if vec > 1:
+            T.assume(C % vec == 0)
+        for u in T.unroll(unroll):
+            for v in T.unroll(vec):
+                part[u, v] = T.float32(0)
+        if c0 < C:
+            for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * unroll)):
+                if start + (k * unroll + unroll - 1) * lanes < end:
+                    load_column_round(src, buf, b, start, k, unroll, lanes, c0, vec)
+                    for u in T.unroll(unroll):
+                        for v in T.unroll(vec):
+                            part[u, v] = part[u, v] + T.cast(buf[u, v], F32)
+                else:
+                    for u in T.unroll(unroll):
+                        if start + (k * unroll + u) * lanes < end:
+                            for v in T.unroll(vec):
+                                part[u, v] = part[u, v] + T.cast(
+                                    src[b, start + (k * unroll + u) * lanes, c0 + v], F32)
+        for v in T.unroll(vec):
+            for u in T.unroll(1, unroll):
+                part[0, v] = part[0, v] + part[u, v]
+            red[warp, lane * vec + v] = part[0, v]
+        T.sync_threads()
+        if tx < cols:  # cols <= threads: a thread per column of the tile
+            for w in T.unroll(1, lanes):
+                red[0, tx] = red[0, tx] + red[w, tx]
+        T.sync_threads()
+
+    if not finish:
+        @T.prim_func
+        def sum_columns(src: T.Tensor((B, R, C), src_dtype),
+                        out: T.StridedTensor((B, S, C), (ob, os, oc), out_dtype)):
+            with T.Kernel(T.ceildiv(C, cols) * B, S, threads=threads) as (bt, seg):
+                tx = T.get_thread_binding()
+                red = T.alloc_shared((lanes, cols), F32)
+                tile_sums(src, bt, seg, red)
+                b = bt // T.ceildiv(C, cols)
+                col = bt % T.ceildiv(C, cols) * cols + tx
+                if tx < cols and col < C:
+                    out[b, seg, col] = T.cast(red[0, tx], out_dtype)
+
+        return sum_columns
+
     @T.prim_func
-    def sum_columns(src: T.Tensor((B, R, C), src_dtype), out: T.StridedTensor((B, S, C), (ob, os, oc), out_dtype)):
+    def sum_columns_finished(src: T.Tensor((B, R, C), src_dtype), partials: T.Tensor((B, S, C), F32),
+                             counters: T.Tensor((K,), "int32"),  # K >= the grid's tiles
+                             out: T.StridedTensor((B, C), (ob, oc), out_dtype)):
         with T.Kernel(T.ceildiv(C, cols) * B, S, threads=threads) as (bt, seg):
             tx = T.get_thread_binding()
-            lane = tx % 32
-            warp = tx // 32
-            b, tile, start, end, c0 = column_tile(bt, seg, R, C, S, cols, vec)
-            part = T.alloc_local((unroll, vec), F32)
-            buf = T.alloc_local((unroll, vec), src_dtype)
             red = T.alloc_shared((lanes, cols), F32)
-            if vec > 1:
-                T.assume(C % vec == 0)
-            for u in T.unroll(unroll):
-                for v in T.unroll(vec):
-                    part[u, v] = T.float32(0)
-            if c0 < C:
-                for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * unroll)):
-                    if start + (k * unroll + unroll - 1) * lanes < end:
-                        load_column_round(src, buf, b, start, k, unroll, lanes, c0, vec)
-                        for u in T.unroll(unroll):
-                            for v in T.unroll(vec):
-                                part[u, v] = part[u, v] + T.cast(buf[u, v], F32)
-                    else:
-                        for u in T.unroll(unroll):
-                            if start + (k * unroll + u) * lanes < end:
-                                for v in T.unroll(vec):
-                                    part[u, v] = part[u, v] + T.cast(
-                                        src[b, start + (k * unroll + u) * lanes, c0 + v], F32)
-            for v in T.unroll(vec):
-                for u in T.unroll(1, unroll):
-                    part[0, v] = part[0, v] + part[u, v]
-                red[warp, lane * vec + v] = part[0, v]
+            last = T.alloc_shared((1,), "int32")
+            acc = T.alloc_local((vec,), F32)
+            tile_sums(src, bt, seg, red)
+            b = bt // T.ceildiv(C, cols)
+            tile = bt % T.ceildiv(C, cols)
+            if tx < cols and tile * cols + tx < C:
+                partials[b, seg, tile * cols + tx] = red[0, tx]
+            T.sync_threads()  # then one thread's fence orders the whole block's partials before its count
+            if tx == 0:
+                T.call_extern("void", "__threadfence")
+                last[0] = T.atomic_add(counters[bt], 1, return_prev=True)
             T.sync_threads()
-            for i in T.serial(T.ceildiv(cols, threads)):
-                if i * threads + tx < cols and tile * cols + i * threads + tx < C:
-                    part[0, 0] = red[0, i * threads + tx]
+            if last[0] == S - 1:
+                # as the segment pass: lane tx % 32 holds `vec` columns, warp w adds
+                # segments w, w + 8, ... (the loads of a lane independent), then
+                # the 8 warp sums of a column in warp order
+                T.call_extern("void", "__threadfence")
+                c0 = tile * cols + tx % 32 * vec
+                for v in T.unroll(vec):
+                    acc[v] = T.float32(0)
+                    if c0 + v < C:
+                        for k in T.serial(T.ceildiv(T.max(S - tx // 32, 0), lanes)):
+                            acc[v] = acc[v] + T.call_extern(
+                                F32, "__ldcg", T.access_ptr(partials[b, tx // 32 + k * lanes, c0 + v], "r"))
+                    red[tx // 32, tx % 32 * vec + v] = acc[v]
+                T.sync_threads()
+                if tx < cols and tile * cols + tx < C:
+                    acc[0] = red[0, tx]
                     for w in T.unroll(1, lanes):
-                        part[0, 0] = part[0, 0] + red[w, i * threads + tx]
-                    out[b, seg, tile * cols + i * threads + tx] = T.cast(part[0, 0], out_dtype)
+                        acc[0] = acc[0] + red[w, tx]
+                    out[b, tile * cols + tx] = T.cast(acc[0], out_dtype)
+                if tx == 0:
+                    counters[bt] = 0
 
-    return sum_columns
+    return sum_columns_finished
 
 
 def variants():
@@ -241,6 +331,9 @@ def variants():
         out.append((f"rows_{d}_to_f32_v", rows, (d, F32, vector_width(d))))
         out.append((f"rows_{d}_to_f32_1", rows, (d, F32, 1)))
         out.append((f"rows_f32_to_{d}_1", rows, (F32, d, 1)))
+        for od, suffix in ((d, ""), (F32, "_to_f32")):
+            out.append((f"rows_split_{d}{suffix}_v", rows, (d, od, vector_width(d), SPLIT_UNROLL, True)))
+            out.append((f"rows_split_{d}{suffix}_1", rows, (d, od, 1, 2, True)))
         out.append((f"warp_rows_{d}", warp_rows, (d, d)))
         for lanes in GROUP_ROW_LANES:
             out.append((f"group_rows_{d}_{lanes}", group_rows, (d, d, lanes)))
@@ -248,6 +341,9 @@ def variants():
         out.append((f"columns_{d}_1", columns, (d, d, 1)))
         out.append((f"columns_{d}_to_f32_v", columns, (d, F32, vector_width(d))))
         out.append((f"columns_{d}_to_f32_1", columns, (d, F32, 1)))
+        for od, suffix in ((d, ""), (F32, "_to_f32")):
+            out.append((f"columns_split_{d}{suffix}_v", columns, (d, od, vector_width(d), 4, True)))
+            out.append((f"columns_split_{d}{suffix}_1", columns, (d, od, 1, 4, True)))
         out.append((f"columns_f32_to_{d}_1", columns, (F32, d, 1)))
     unique = {}
     for name, factory, args in out:

@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from ..errors import BackendUnavailableError, OperatorRuntimeError
-from .backends import STANDARD_DTYPES, cuda_raw_stream
+from .backends import STANDARD_DTYPES, cuda_is_capturing, cuda_raw_stream
 from .tilelang_pieces import WORKSPACE_ALIGN, plan_sized
 
 DTYPE_NAMES = {dtype: str(dtype).removeprefix("torch.") for dtype in STANDARD_DTYPES}  # TileLang's dtype names
@@ -179,6 +179,33 @@ class Workspace:
         offset, numel, dtype = self.regions[name]
         flat = workspace[offset:offset + numel * torch.empty((), dtype=dtype).element_size()].view(dtype)
         return flat.as_strided(tuple(shape), tuple(strides if strides is not None else contiguous_strides(shape)))
+
+
+class ZeroedCounters:
+    """int32 counters that a kernel finds at 0 and leaves at 0
+    (finish_by_last_block), owned by one descriptor: a buffer per workspace
+    it runs with, so two runs share counters only where they share the
+    workspace's partials too (and are stream ordered already). Under CUDA
+    graph capture each run gets a fresh torch.zeros, whose memset the graph
+    replays before the kernel."""
+
+    MAX_BUFFERS = 8
+
+    def __init__(self, count: int):
+        self.count = count
+        self.buffers: dict = {}
+
+    def get(self, workspace: torch.Tensor) -> torch.Tensor:
+        if workspace.is_cuda and cuda_is_capturing():
+            return torch.zeros(self.count, dtype=torch.int32, device=workspace.device)
+        key = (workspace.device, workspace.data_ptr())
+        counters = self.buffers.get(key)
+        if counters is None:
+            if len(self.buffers) >= self.MAX_BUFFERS:
+                self.buffers.clear()
+            # zeroed on the current stream, the one the kernel is launched on next
+            counters = self.buffers[key] = torch.zeros(self.count, dtype=torch.int32, device=workspace.device)
+        return counters
 
 
 # -- descriptors ----------------------------------------------------------------------------------
@@ -445,23 +472,25 @@ def _plan_rows_sum(p: Planner, src_dtype, out_dtype, M: int, N: int):
 
         return run, "warp_rows"
     S = _segments(M, N, 8192)
-    scalar = (sd, od if S == 1 else "float32", 1)
-    vec_args = scalar[:2] + (vec,) if N % vec == 0 else scalar
-    pick = p.launcher("reduce_sum", "rows", vec_args, scalar)
     if S == 1:
+        pick = p.launcher("reduce_sum", "rows", (sd, od, vec) if N % vec == 0 else (sd, od, 1), (sd, od, 1))
+
         def run(src, out, ws):
             pick(_aligned(src))(src, out.as_strided((M, 1), (out.stride(0), 1)))
 
         return run, "rows"
+    # S segments per row, a block each, into float32 partials; each row's
+    # last block adds them up (one launch; see finish_by_last_block)
+    mod = load_kernels("reduce_sum")
+    scalar = (sd, od, 1, 2, True)
+    pick = p.launcher("reduce_sum", "rows", (sd, od, vec, mod.SPLIT_UNROLL, True) if N % vec == 0 else scalar, scalar)
     name = f"partials{len(p.ws.regions)}"
     p.ws.add(name, M * S, torch.float32)
-    second = p.kernel("reduce_sum", "rows", ("float32", od, 1))
+    counters = ZeroedCounters(M)
     regions = p.ws
 
     def run(src, out, ws):
-        partials = regions.view(ws, name, (M, S))
-        pick(_aligned(src))(src, partials)
-        second(partials, out.as_strided((M, 1), (out.stride(0), 1)))
+        pick(_aligned(src))(src, regions.view(ws, name, (M, S)), counters.get(ws), out)
 
     return run, f"rows_split{S}"
 
@@ -476,22 +505,24 @@ def _plan_columns_sum(p: Planner, src_dtype, out_dtype, B: int, R: int, C: int):
     # 8192^2 over dim 0 ran in 72.3 / 46.9 us (float32 / bf16) at 17 / 33
     # segments, 80.9 / 50.9 at the 4 per SM of 9 / 17.
     S = _segments(tiles, R, 64, 2 * TARGET_BLOCKS)
-    scalar = (sd, od if S == 1 else "float32", 1)
-    pick = p.launcher("reduce_sum", "columns", scalar[:2] + (vec,) if use_vec else scalar, scalar)
     if S == 1:
+        pick = p.launcher("reduce_sum", "columns", (sd, od, vec) if use_vec else (sd, od, 1), (sd, od, 1))
+
         def run(src, out, ws):
             pick(_aligned(src))(src, out)
 
         return run, "columns"
+    # S row segments per tile into float32 partials; each tile's last block adds them up
+    scalar = (sd, od, 1, 4, True)
+    pick = p.launcher("reduce_sum", "columns", (sd, od, vec, 4, True) if use_vec else scalar, scalar)
     name = f"partials{len(p.ws.regions)}"
     p.ws.add(name, B * S * C, torch.float32)
-    second = p.kernel("reduce_sum", "columns", ("float32", od, 1))
+    counters = ZeroedCounters(B * -(-C // 32))  # a counter per tile of the scalar twin's (or fewer) tiles
     regions = p.ws
 
     def run(src, out, ws):
-        partials = regions.view(ws, name, (B, S, C))
-        pick(_aligned(src))(src, partials)
-        second(partials, out)
+        pick(_aligned(src))(src, regions.view(ws, name, (B, S, C)), counters.get(ws),
+                            out.as_strided((B, C), (out.stride(0), out.stride(2))))
 
     return run, f"columns_split{S}"
 
