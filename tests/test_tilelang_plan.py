@@ -79,8 +79,6 @@ class FakeKernels:
                 out.copy_(partials.sum(1).to(out.dtype))
             return finished if finish else run
         if key == "reduce_sum.columns":
-            cols = 32 * args[2]
-
             def run(src, out):
                 B, R, C = src.shape
                 S = out.shape[1]
@@ -88,14 +86,7 @@ class FakeKernels:
                 for s in range(S):
                     a, b = s * seg, min(R, (s + 1) * seg)
                     out[:, s, :] = src[:, a:b, :].float().sum(1).to(out.dtype) if b > a else 0
-
-            def finished(src, partials, counters, out):  # each tile's last block adds the partials
-                B, R, C = src.shape
-                assert partials.dtype == torch.float32 and counters.dtype == torch.int32
-                assert counters.numel() >= B * -(-C // cols) and not counters.any(), "counters must be 0 on entry"
-                run(src, partials)
-                out.copy_(partials.sum(1).to(out.dtype))
-            return finished if len(args) > 4 and args[4] else run
+            return run
         if key == "softmax.block_rows":
             threads, per_thread, vec = args[1:4]
             flat = len(args) > 4 and args[4]

@@ -10,9 +10,14 @@ S splits the reduced dim into S consecutive segments (one block each) so
 that few long rows, or few columns, still fill the GPU. With S = 1 the
 kernel writes the result straight into the caller's out (viewed as
 [M, 1] or [B, 1, C]); with S > 1 it writes float32 partials into the
-workspace and a second launch of the same kernel (input float32) sums the
-S partials in a fixed order. Every partition depends only on the shape, so
-results are bitwise reproducible.
+workspace. rows (`finish`) then adds them in the same launch: each block
+counts itself in an int32 counter of its row, and the row's last block
+adds the S partials in a fixed order into out and sets the counter back
+to 0 (a second launch cost 2.6-3.4 us on the H200). columns leaves them
+to a second launch of the same kernel (input float32): the same finish
+made 8192^2 over dim 0 slower there (bf16 47.0 -> 48.6 / 52.7 us in two
+forms; docs/performance.md, TileLang, fourteenth session). Every
+partition depends only on the shape, so results are bitwise reproducible.
 
 Kernels (sizes T.dynamic):
   rows(src, out, vec)        one block of 256 threads per (row, segment); grid (M, S)
@@ -212,115 +217,58 @@ def group_rows(src_dtype: str, out_dtype: str, lanes: int, slots: int = 2):
     return sum_group_rows
 
 
-def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4, finish: bool = False):
+def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4):
     """A block owns a tile of 32 * vec columns: lane tx % 32 holds `vec` of
     them (one 16-byte load per row when vec > 1), and the 8 warps take every
     8th row of the segment, `unroll` rows of loads in flight; the 8 partial
-    sums of a column are added in shared memory in warp order. Without
-    `finish` they go to out[b, seg, :]; with it (S > 1) to the float32
-    partials[b, seg, :], and the tile's last block to finish adds its
-    columns' S partials in segment order into out[b, :] (one launch; the
-    protocol of finish_by_last_block, with a counter per tile)."""
+    sums of a column are added in shared memory in warp order."""
     threads = THREADS
     lanes = threads // 32
     cols = 32 * vec
-    B, R, C, S, K = T.dynamic("B R C S K")
+    B, R, C, S = T.dynamic("B R C S")
     ob, os, oc = T.dynamic("ob os oc", "int64")
 
-    @T.macro
-    def tile_sums(src, bt, seg, red):
-        """red[0, j] = the segment's sum of the tile's column j (after a barrier)."""
-        tx = T.get_thread_binding()
-        lane = tx % 32
-        warp = tx // 32
-        b, tile, start, end, c0 = column_tile(bt, seg, R, C, S, cols, vec)
-        part = T.alloc_local((unroll, vec), F32)
-        buf = T.alloc_local((unroll, vec), src_dtype)
-        if vec > 1:
-            T.assume(C % vec == 0)
-        for u in T.unroll(unroll):
-            for v in T.unroll(vec):
-                part[u, v] = T.float32(0)
-        if c0 < C:
-            for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * unroll)):
-                if start + (k * unroll + unroll - 1) * lanes < end:
-                    load_column_round(src, buf, b, start, k, unroll, lanes, c0, vec)
-                    for u in T.unroll(unroll):
-                        for v in T.unroll(vec):
-                            part[u, v] = part[u, v] + T.cast(buf[u, v], F32)
-                else:
-                    for u in T.unroll(unroll):
-                        if start + (k * unroll + u) * lanes < end:
-                            for v in T.unroll(vec):
-                                part[u, v] = part[u, v] + T.cast(
-                                    src[b, start + (k * unroll + u) * lanes, c0 + v], F32)
-        for v in T.unroll(vec):
-            for u in T.unroll(1, unroll):
-                part[0, v] = part[0, v] + part[u, v]
-            red[warp, lane * vec + v] = part[0, v]
-        T.sync_threads()
-        if tx < cols:  # cols <= threads: a thread per column of the tile
-            for w in T.unroll(1, lanes):
-                red[0, tx] = red[0, tx] + red[w, tx]
-        T.sync_threads()
-
-    if not finish:
-        @T.prim_func
-        def sum_columns(src: T.Tensor((B, R, C), src_dtype),
-                        out: T.StridedTensor((B, S, C), (ob, os, oc), out_dtype)):
-            with T.Kernel(T.ceildiv(C, cols) * B, S, threads=threads) as (bt, seg):
-                tx = T.get_thread_binding()
-                red = T.alloc_shared((lanes, cols), F32)
-                tile_sums(src, bt, seg, red)
-                b = bt // T.ceildiv(C, cols)
-                col = bt % T.ceildiv(C, cols) * cols + tx
-                if tx < cols and col < C:
-                    out[b, seg, col] = T.cast(red[0, tx], out_dtype)
-
-        return sum_columns
-
     @T.prim_func
-    def sum_columns_finished(src: T.Tensor((B, R, C), src_dtype), partials: T.Tensor((B, S, C), F32),
-                             counters: T.Tensor((K,), "int32"),  # K >= the grid's tiles
-                             out: T.StridedTensor((B, C), (ob, oc), out_dtype)):
+    def sum_columns(src: T.Tensor((B, R, C), src_dtype), out: T.StridedTensor((B, S, C), (ob, os, oc), out_dtype)):
         with T.Kernel(T.ceildiv(C, cols) * B, S, threads=threads) as (bt, seg):
             tx = T.get_thread_binding()
+            lane = tx % 32
+            warp = tx // 32
+            b, tile, start, end, c0 = column_tile(bt, seg, R, C, S, cols, vec)
+            part = T.alloc_local((unroll, vec), F32)
+            buf = T.alloc_local((unroll, vec), src_dtype)
             red = T.alloc_shared((lanes, cols), F32)
-            last = T.alloc_shared((1,), "int32")
-            acc = T.alloc_local((vec,), F32)
-            tile_sums(src, bt, seg, red)
-            b = bt // T.ceildiv(C, cols)
-            tile = bt % T.ceildiv(C, cols)
-            if tx < cols and tile * cols + tx < C:
-                partials[b, seg, tile * cols + tx] = red[0, tx]
-            T.sync_threads()  # then one thread's fence orders the whole block's partials before its count
-            if tx == 0:
-                T.call_extern("void", "__threadfence")
-                last[0] = T.atomic_add(counters[bt], 1, return_prev=True)
-            T.sync_threads()
-            if last[0] == S - 1:
-                # as the segment pass: lane tx % 32 holds `vec` columns, warp w adds
-                # segments w, w + 8, ... (the loads of a lane independent), then
-                # the 8 warp sums of a column in warp order
-                T.call_extern("void", "__threadfence")
-                c0 = tile * cols + tx % 32 * vec
+            if vec > 1:
+                T.assume(C % vec == 0)
+            for u in T.unroll(unroll):
                 for v in T.unroll(vec):
-                    acc[v] = T.float32(0)
-                    if c0 + v < C:
-                        for k in T.serial(T.ceildiv(T.max(S - tx // 32, 0), lanes)):
-                            acc[v] = acc[v] + T.call_extern(
-                                F32, "__ldcg", T.access_ptr(partials[b, tx // 32 + k * lanes, c0 + v], "r"))
-                    red[tx // 32, tx % 32 * vec + v] = acc[v]
-                T.sync_threads()
-                if tx < cols and tile * cols + tx < C:
-                    acc[0] = red[0, tx]
+                    part[u, v] = T.float32(0)
+            if c0 < C:
+                for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * unroll)):
+                    if start + (k * unroll + unroll - 1) * lanes < end:
+                        load_column_round(src, buf, b, start, k, unroll, lanes, c0, vec)
+                        for u in T.unroll(unroll):
+                            for v in T.unroll(vec):
+                                part[u, v] = part[u, v] + T.cast(buf[u, v], F32)
+                    else:
+                        for u in T.unroll(unroll):
+                            if start + (k * unroll + u) * lanes < end:
+                                for v in T.unroll(vec):
+                                    part[u, v] = part[u, v] + T.cast(
+                                        src[b, start + (k * unroll + u) * lanes, c0 + v], F32)
+            for v in T.unroll(vec):
+                for u in T.unroll(1, unroll):
+                    part[0, v] = part[0, v] + part[u, v]
+                red[warp, lane * vec + v] = part[0, v]
+            T.sync_threads()
+            for i in T.serial(T.ceildiv(cols, threads)):
+                if i * threads + tx < cols and tile * cols + i * threads + tx < C:
+                    part[0, 0] = red[0, i * threads + tx]
                     for w in T.unroll(1, lanes):
-                        acc[0] = acc[0] + red[w, tx]
-                    out[b, tile * cols + tx] = T.cast(acc[0], out_dtype)
-                if tx == 0:
-                    counters[bt] = 0
+                        part[0, 0] = part[0, 0] + red[w, i * threads + tx]
+                    out[b, seg, tile * cols + i * threads + tx] = T.cast(part[0, 0], out_dtype)
 
-    return sum_columns_finished
+    return sum_columns
 
 
 def variants():
@@ -341,9 +289,6 @@ def variants():
         out.append((f"columns_{d}_1", columns, (d, d, 1)))
         out.append((f"columns_{d}_to_f32_v", columns, (d, F32, vector_width(d))))
         out.append((f"columns_{d}_to_f32_1", columns, (d, F32, 1)))
-        for od, suffix in ((d, ""), (F32, "_to_f32")):
-            out.append((f"columns_split_{d}{suffix}_v", columns, (d, od, vector_width(d), 4, True)))
-            out.append((f"columns_split_{d}{suffix}_1", columns, (d, od, 1, 4, True)))
         out.append((f"columns_f32_to_{d}_1", columns, (F32, d, 1)))
     unique = {}
     for name, factory, args in out:
