@@ -217,11 +217,14 @@ def group_rows(src_dtype: str, out_dtype: str, lanes: int, slots: int = 2):
     return sum_group_rows
 
 
-def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4):
+def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4, slots: int = 0):
     """A block owns a tile of 32 * vec columns: lane tx % 32 holds `vec` of
     them (one 16-byte load per row when vec > 1), and the 8 warps take every
     8th row of the segment, `unroll` rows of loads in flight; the 8 partial
-    sums of a column are added in shared memory in warp order."""
+    sums of a column are added in shared memory in warp order. slots > 0:
+    the rounds' loads are added into `slots` vectors of accumulators (not
+    `unroll`), and the kernel is held to 64 registers (4 blocks per SM)."""
+    slots = slots or unroll
     threads = THREADS
     lanes = threads // 32
     cols = 32 * vec
@@ -231,16 +234,18 @@ def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4):
     @T.prim_func
     def sum_columns(src: T.Tensor((B, R, C), src_dtype), out: T.StridedTensor((B, S, C), (ob, os, oc), out_dtype)):
         with T.Kernel(T.ceildiv(C, cols) * B, S, threads=threads) as (bt, seg):
+            if slots < unroll:
+                T.annotate_min_blocks_per_sm(4)
             tx = T.get_thread_binding()
             lane = tx % 32
             warp = tx // 32
             b, tile, start, end, c0 = column_tile(bt, seg, R, C, S, cols, vec)
-            part = T.alloc_local((unroll, vec), F32)
+            part = T.alloc_local((slots, vec), F32)
             buf = T.alloc_local((unroll, vec), src_dtype)
             red = T.alloc_shared((lanes, cols), F32)
             if vec > 1:
                 T.assume(C % vec == 0)
-            for u in T.unroll(unroll):
+            for u in T.unroll(slots):
                 for v in T.unroll(vec):
                     part[u, v] = T.float32(0)
             if c0 < C:
@@ -249,15 +254,15 @@ def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4):
                         load_column_round(src, buf, b, start, k, unroll, lanes, c0, vec)
                         for u in T.unroll(unroll):
                             for v in T.unroll(vec):
-                                part[u, v] = part[u, v] + T.cast(buf[u, v], F32)
+                                part[u % slots, v] = part[u % slots, v] + T.cast(buf[u, v], F32)
                     else:
                         for u in T.unroll(unroll):
                             if start + (k * unroll + u) * lanes < end:
                                 for v in T.unroll(vec):
-                                    part[u, v] = part[u, v] + T.cast(
+                                    part[u % slots, v] = part[u % slots, v] + T.cast(
                                         src[b, start + (k * unroll + u) * lanes, c0 + v], F32)
             for v in T.unroll(vec):
-                for u in T.unroll(1, unroll):
+                for u in T.unroll(1, slots):
                     part[0, v] = part[0, v] + part[u, v]
                 red[warp, lane * vec + v] = part[0, v]
             T.sync_threads()
@@ -288,6 +293,7 @@ def variants():
         out.append((f"columns_{d}_v", columns, (d, d, vector_width(d))))
         out.append((f"columns_{d}_1", columns, (d, d, 1)))
         out.append((f"columns_{d}_to_f32_v", columns, (d, F32, vector_width(d))))
+        out.append((f"columns_{d}_to_f32_v_slots2", columns, (d, F32, vector_width(d), 4, 2)))
         out.append((f"columns_{d}_to_f32_1", columns, (d, F32, 1)))
         out.append((f"columns_f32_to_{d}_1", columns, (F32, d, 1)))
     unique = {}

@@ -506,7 +506,11 @@ def _plan_columns_sum(p: Planner, src_dtype, out_dtype, B: int, R: int, C: int):
     # segments, 80.9 / 50.9 at the 4 per SM of 9 / 17.
     S = _segments(tiles, R, 64, 2 * TARGET_BLOCKS)
     scalar = (sd, od if S == 1 else "float32", 1)
-    pick = p.launcher("reduce_sum", "columns", scalar[:2] + (vec,) if use_vec else scalar, scalar)
+    vec_args = scalar[:2] + (vec,) if use_vec else scalar
+    if S > 1 and use_vec and not tuned_off("TILELANG_COLUMN_SLOTS"):
+        # 2 accumulator vectors, not 4: bf16 62 registers, 4 blocks per SM (91, 2 blocks before)
+        vec_args += (4, 2)
+    pick = p.launcher("reduce_sum", "columns", vec_args, scalar)
     if S == 1:
         def run(src, out, ws):
             pick(_aligned(src))(src, out)
