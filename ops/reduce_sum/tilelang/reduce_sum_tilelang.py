@@ -13,7 +13,7 @@ kernel writes the result straight into the caller's out (viewed as
 workspace. rows (`finish`) then adds them in the same launch: each block
 counts itself in an int32 counter of its row, and the row's last block
 adds the S partials in a fixed order into out and sets the counter back
-to 0 (a second launch cost 2.6-3.4 us on the H200). columns leaves them
+to 0 (a second launch cost 2.1-3.4 us on the H200). columns leaves them
 to a second launch of the same kernel (input float32): the same finish
 made 8192^2 over dim 0 slower there (bf16 47.0 -> 48.6 / 52.7 us in two
 forms; docs/performance.md, TileLang, fourteenth session). Every
@@ -293,7 +293,8 @@ def variants():
         out.append((f"columns_{d}_v", columns, (d, d, vector_width(d))))
         out.append((f"columns_{d}_1", columns, (d, d, 1)))
         out.append((f"columns_{d}_to_f32_v", columns, (d, F32, vector_width(d))))
-        out.append((f"columns_{d}_to_f32_v_slots2", columns, (d, F32, vector_width(d), 4, 2)))
+        if d != F32:
+            out.append((f"columns_{d}_to_f32_v_slots2", columns, (d, F32, vector_width(d), 4, 2)))
         out.append((f"columns_{d}_to_f32_1", columns, (d, F32, 1)))
         out.append((f"columns_f32_to_{d}_1", columns, (F32, d, 1)))
     unique = {}

@@ -507,8 +507,10 @@ def _plan_columns_sum(p: Planner, src_dtype, out_dtype, B: int, R: int, C: int):
     S = _segments(tiles, R, 64, 2 * TARGET_BLOCKS)
     scalar = (sd, od if S == 1 else "float32", 1)
     vec_args = scalar[:2] + (vec,) if use_vec else scalar
-    if S > 1 and use_vec and not tuned_off("TILELANG_COLUMN_SLOTS"):
-        # 2 accumulator vectors, not 4: bf16 62 registers, 4 blocks per SM (91, 2 blocks before)
+    if S > 1 and use_vec and src_dtype.itemsize == 2 and not tuned_off("TILELANG_COLUMN_SLOTS"):
+        # 16-bit: 2 accumulator vectors, not 4: 62 registers, 4 blocks per SM (91, 2 blocks). On the
+        # H200 8192^2 bf16 over dim 0 ran 41.0-41.1 us, 46.0-46.6 before; float32 so held ran slower
+        # (74.9-76.5 vs 70.1-70.2; docs/data/tilelang-h200-2026-12-03f-column-slots-ab.txt)
         vec_args += (4, 2)
     pick = p.launcher("reduce_sum", "columns", vec_args, scalar)
     if S == 1:
