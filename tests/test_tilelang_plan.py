@@ -407,3 +407,12 @@ def test_a_row_too_long_for_a_piece_is_refused(monkeypatch):
     x = torch.randn(3, 2000)
     with pytest.raises(F.OperatorRuntimeError, match="pieces hold at most 1000 elements"):
         run_sized("softmax", torch.empty_like(x), [x], (1,))
+
+
+def test_bench_reports_the_lowest_ratios(capsys):
+    from operator_runtime._internal.tilelang_bench import print_targets
+    print_targets([("copy", "64M", "float32", 0.96, 0.95), ("softmax", "long", "float32", 27.0, 0.899),
+                   ("reduce_sum", "dim0", "bfloat16", 1.13, float("nan")), ("copy", "t", "float32", 0.5, 1.2)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["lowest vs nvidia: 0.899x (softmax long float32); target >= 0.90: MISSED",
+                     "lowest vs torch (reduce_sum, softmax): 1.130x (reduce_sum dim0 bfloat16); target >= 1.00: met"]

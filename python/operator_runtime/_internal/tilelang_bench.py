@@ -7,7 +7,7 @@ Prints one row per (op, shape, dtype): the variant chosen, first-call time
 (plan + kernel compile or disk-cache load), steady-state time (median of
 CUDA-event timed runs by operator_runtime_testing.benchmark.measure, L2
 flushed before each run), effective GB/s, and the
-ratio to torch and nvidia.
+ratio to torch and nvidia; last, the lowest ratios against issue 4's targets.
 """
 
 from __future__ import annotations
@@ -91,6 +91,7 @@ def main(argv=None):
     header = (f"{'op':10s} {'case':22s} {'dtype':9s} {'variant':28s} {'first_ms':>9s} {'us':>9s} {'GB/s':>7s} "
               f"{'torch_us':>9s} {'vs_torch':>8s} {'nvidia_us':>9s} {'vs_nv':>6s}")
     print(header)
+    ratios = []  # (op, case, dtype, vs torch, vs nvidia)
     for op, name, shape, params, layout, dtype in cases(args.quick):
         if (args.op and op not in args.op) or (args.case and not name.startswith(tuple(args.case))):
             continue
@@ -120,8 +121,28 @@ def main(argv=None):
                 print(f"  nvidia failed: {error}")
         print(f"{op:10s} {name:22s} {str(dtype)[6:]:9s} {prepared.variant:28s} {first_ms:9.1f} {ours:9.1f} "
               f"{nbytes / ours / 1e3:7.0f} {theirs:9.1f} {theirs / ours:8.2f} {nv:9.1f} {nv / ours:6.2f}", flush=True)
+        ratios.append((op, name, str(dtype)[6:], theirs / ours, nv / ours))
         prepared.destroy()
         del inputs, out, reference
+    print_targets(ratios)
+
+
+def print_targets(ratios):
+    """Issue 4's speed targets against this run: every case at least 0.90x
+    of nvidia, reduce_sum and softmax at least torch's speed."""
+    def lowest(rows, index):
+        rows = [r for r in rows if r[index] == r[index]]  # nvidia may be nan (not built)
+        return min(rows, key=lambda r: r[index]) if rows else None
+
+    nv = lowest(ratios, 4)
+    torch_rows = lowest([r for r in ratios if r[0] in ("reduce_sum", "softmax")], 3)
+    if nv:
+        print(f"lowest vs nvidia: {nv[4]:.3f}x ({' '.join(nv[:3])}); target >= 0.90: {'met' if nv[4] >= 0.9 else 'MISSED'}")
+    else:
+        print("lowest vs nvidia: no nvidia timings in this run")
+    if torch_rows:
+        print(f"lowest vs torch (reduce_sum, softmax): {torch_rows[3]:.3f}x ({' '.join(torch_rows[:3])}); "
+              f"target >= 1.00: {'met' if torch_rows[3] >= 1.0 else 'MISSED'}")
 
 
 if __name__ == "__main__":
