@@ -20,12 +20,14 @@ forms; docs/performance.md, TileLang, fourteenth session). Every
 partition depends only on the shape, so results are bitwise reproducible.
 
 Kernels (sizes T.dynamic):
-  rows(src, out, vec)        one block of 256 threads per (row, segment); grid (M, S)
+  rows(src, out, vec, unroll)  one block of 256 threads per (row, segment); grid (M, S)
+  rows(..., finish=True)     (src, partials, counters, out): S > 1, one launch
+                             (finish_by_last_block)
   group_rows(src, out, lanes) short rows, N % vec == 0, aligned: `lanes` lanes
                              per row, 16-byte loads, shuffles in the group
   warp_rows(src, out)        short rows, any N: a warp per rows_per_warp rows,
                              scalar coalesced loads
-  columns(src, out, vec)     a block per (tile of 32 * vec columns x batch,
+  columns(src, out, vec, unroll, slots)  a block per (tile of 32 * vec columns x batch,
                              segment): a lane per `vec` columns, the 8
                              warps on interleaved rows, summed in shared
                              memory
@@ -37,8 +39,7 @@ of vec and the pointers 16-byte aligned; vec = 1 uses coalesced scalar loads.
 import tilelang.language as T
 
 from operator_runtime._internal.tilelang_common import (RESIDENT_BLOCKS, block_sum, column_tile,
-                                                        finish_by_last_block, load_column_round, rows_per_warp,
-                                                        vector_width)
+                                                        load_column_round, rows_per_warp, vector_width)
 
 DTYPES = ("float32", "float16", "bfloat16")
 THREADS = 256
@@ -48,6 +49,35 @@ GROUP_ROW_LANES = (4, 8, 16, 32)  # group_rows: lanes per row (2 vectors each pe
 # float32 70.4 / 68.5 / 67.0 (docs/data/tilelang-h200-2026-12-03f-rows-split-ab.txt)
 SPLIT_UNROLL = 8
 F32 = "float32"
+
+
+@T.macro
+def finish_by_last_block(partials, counters, out, row, seg, S, acc, red, threads):
+    """The end of a split sum without a second launch: every block stores its
+    sum acc[0] in partials[row, seg] and counts itself in counters[row]; the
+    row's last block to arrive adds the row's S partials (fixed order, so
+    deterministic) into out[row] and resets the counter to 0. counters must be
+    0 on entry (the caller keeps them; every run leaves them 0 again).
+    The fence orders the partial before the count; the last block reads
+    the partials past L1 (__ldcg), where a line another block read could
+    be stale."""
+    tx = T.get_thread_binding()
+    last = T.alloc_shared((1,), "int32")
+    if tx == 0:
+        partials[row, seg] = acc[0]
+        T.call_extern("void", "__threadfence")
+        last[0] = T.atomic_add(counters[row], 1, return_prev=True)
+    T.sync_threads()
+    if last[0] == S - 1:
+        T.call_extern("void", "__threadfence")
+        acc[0] = T.float32(0)
+        for i in T.serial(T.ceildiv(S, threads)):
+            if i * threads + tx < S:
+                acc[0] = acc[0] + T.call_extern(F32, "__ldcg", T.address_of(partials[row, i * threads + tx]))
+        block_sum(acc, red, tx, threads)
+        if tx == 0:
+            out[row] = T.cast(acc[0], out.dtype)
+            counters[row] = 0
 
 
 def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2, finish: bool = False):

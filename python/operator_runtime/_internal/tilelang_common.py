@@ -112,35 +112,6 @@ def block_sum(acc, red, tx, threads):
 
 
 @T.macro
-def finish_by_last_block(partials, counters, out, row, seg, S, acc, red, threads):
-    """The end of a split sum without a second launch: every block stores its
-    sum acc[0] in partials[row, seg] and counts itself in counters[row]; the
-    row's last block to arrive adds the row's S partials (fixed order, so
-    deterministic) into out[row] and resets the counter to 0. counters must be
-    0 on entry (the caller keeps them; every run leaves them 0 again).
-    The fence orders the partial before the count; the last block reads
-    the partials past L1 (__ldcg), where a line another block read could
-    be stale."""
-    tx = T.get_thread_binding()
-    last = T.alloc_shared((1,), "int32")
-    if tx == 0:
-        partials[row, seg] = acc[0]
-        T.call_extern("void", "__threadfence")
-        last[0] = T.atomic_add(counters[row], 1, return_prev=True)
-    T.sync_threads()
-    if last[0] == S - 1:
-        T.call_extern("void", "__threadfence")
-        acc[0] = T.float32(0)
-        for i in T.serial(T.ceildiv(S, threads)):
-            if i * threads + tx < S:
-                acc[0] = acc[0] + T.call_extern(FLOAT32, "__ldcg", T.address_of(partials[row, i * threads + tx]))
-        block_sum(acc, red, tx, threads)
-        if tx == 0:
-            out[row] = T.cast(acc[0], out.dtype)
-            counters[row] = 0
-
-
-@T.macro
 def block_max(acc, red, tx, threads):
     """acc[0] of every thread becomes the block's max (fmaxf: NaN is dropped)."""
     warp_max(acc)
