@@ -121,6 +121,8 @@ REDUCE_CONFIGS = [
     ("columns_tx128", {"REDUCE_COLUMN_TX": 128}),
     ("columns_tx256", {"REDUCE_COLUMN_TX": 256}),
     ("columns_tx256_one_grid", {"REDUCE_COLUMN_TX": 256, "REDUCE_COLUMN_QUARTERS": 4}),
+    # split sums: the finishing kernel launched after the first ends (before the fifteenth session)
+    ("late_finish", {"REDUCE_EARLY_FINISH": 0}),
 ]
 
 

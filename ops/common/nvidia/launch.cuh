@@ -65,6 +65,31 @@ inline cudaLaunchAttribute cooperative_attribute() {
   return a;
 }
 
+// Programmatic dependent launch (sm_90 and later): a kernel launched with
+// early_launch_attribute() may start while the kernel before it on the
+// stream still runs, once every block of that one has called
+// allow_early_launch(); it must call wait_for_prior_grid() before touching
+// memory the earlier kernel writes or reads (the wait returns once that
+// kernel has finished and its writes are visible). This hides the launch
+// gap between a split reduction and its finishing kernel. Elsewhere, and
+// without the attribute, both calls do nothing.
+__device__ __forceinline__ void allow_early_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_for_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+inline cudaLaunchAttribute early_launch_attribute() {
+  cudaLaunchAttribute a = {};
+  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a.val.programmaticStreamSerializationAllowed = 1;
+  return a;
+}
+
 // Blocks of `kernel` (with `block` threads, `smem` bytes of dynamic shared
 // memory) one SM holds at once on the current device.
 template <class Kernel>

@@ -12,7 +12,9 @@
 // With too few outputs to fill the GPU, each output's range is split over
 // several blocks ("_split"): partial sums go to the workspace and a second
 // kernel adds them in a fixed order. No atomics anywhere, so a given input
-// gives bitwise the same output on every run.
+// gives bitwise the same output on every run. On sm_90 the second kernel is
+// launched early (programmatic dependent launch, launch.cuh) and waits on
+// the GPU for the first, which hides the launch gap between them.
 #include "reduce_sum_nvidia.h"
 
 #include <algorithm>
@@ -56,6 +58,7 @@ struct ReduceSumNvidia : oprt_descriptor {
   int tx = 32, ty = 8;           // columns: block shape
   int64_t columns = 0, col_tiles = 0, planes = 0, reduced_numel = 0;
   int64_t splits = 1, split_len = 0;
+  bool early_finish = true;      // split: launch the finishing kernel early (A/B: OPRT_TUNE_REDUCE_EARLY_FINISH=0)
 };
 
 // ---- rows -------------------------------------------------------------------
@@ -114,6 +117,7 @@ template <class T, int TPR, int U, class Index>
 __global__ void reduce_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, OffsetCalc<1, Index> run_outer,
                                    RowsArgs args) {
   __shared__ float slots[kMaxWarps];
+  allow_early_launch();  // (the finishing kernel waits for this whole grid anyway)
   const int groups = blockDim.x / TPR, group = threadIdx.x / TPR, lane = threadIdx.x % TPR;
   const int64_t tasks = args.rows * args.splits;
   // The loop bound is the same for the whole block: group_allreduce may sync.
@@ -149,6 +153,7 @@ __global__ void reduce_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> ke
 template <class T, class Index>
 __global__ void finish_rows_kernel(T* out, const float* partials, OffsetCalc<2, Index> kept, int64_t rows,
                                    int64_t splits) {
+  wait_for_prior_grid();
   const int lane = threadIdx.x % 32;
   const int64_t warps = int64_t{gridDim.x} * blockDim.x / 32;
   for (int64_t row = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; row < rows; row += warps) {
@@ -179,6 +184,7 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
                       ColumnsArgs args) {
   constexpr int VEC = kVec16<T>;
   __shared__ float partial[kColumnsThreads * VEC];
+  allow_early_launch();
   const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
   const int64_t width = int64_t{TX} * VEC;  // columns per tile
   const int64_t tasks = args.planes * args.col_tiles * args.splits;
@@ -251,6 +257,7 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
 template <class T, class Index>
 __global__ void finish_columns_kernel(T* out, const float* partials, OffsetCalc<2, Index> planes, ColumnsArgs args,
                                       int64_t width) {
+  wait_for_prior_grid();
   const int lane = threadIdx.x % 32;
   const int64_t outputs = args.planes * args.columns, warps = int64_t{gridDim.x} * blockDim.x / 32;
   for (int64_t i = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; i < outputs; i += warps) {
@@ -297,6 +304,7 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
   require_nvidia_dtype(p.src, "src");
   auto* d = new ReduceSumNvidia;
   d->dtype = p.src.dtype;
+  d->early_finish = tuned("REDUCE_EARLY_FINISH", 1) != 0;
   d->kept = p.layout.kept;
   d->rows = p.layout.kept_numel();
   d->reduced_numel = p.layout.reduced_numel();
@@ -412,6 +420,17 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
 }
 
 // ---- launch -------------------------------------------------------------------
+// The kernel that adds a split's partials (256 threads a block): launched
+// early where the device allows it (see the file comment).
+template <class... Params, class... Args>
+void launch_finish(const ReduceSumNvidia& d, void (*kernel)(Params...), unsigned grid, cudaStream_t stream,
+                   Args... args) {
+  if (d.early_finish && current_device_info().cc_major >= 9)
+    return launch_with(early_launch_attribute(), kernel, grid, 256, 0, stream, args...);
+  kernel<<<grid, 256, 0, stream>>>(static_cast<Params>(args)...);
+  check_launch("reduce_sum finishing kernel");
+}
+
 template <class T, int TPR, int U, class Index>
 void launch_rows_tpr(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
   constexpr int block = kRowsBlock;
@@ -421,11 +440,9 @@ void launch_rows_tpr(const ReduceSumNvidia& d, T* out, const T* src, float* part
   reduce_rows_kernel<T, TPR, U, Index><<<grid, block, 0, stream>>>(out, src, OffsetCalc<2, Index>(d.kept),
                                                                     OffsetCalc<1, Index>(d.run_outer), args);
   check_launch("reduce_rows_kernel");
-  if (d.splits > 1) {
-    finish_rows_kernel<T, Index><<<grid_for(ceil_div(d.rows, 8), 8, 1), 256, 0, stream>>>(
-        out, partials, OffsetCalc<2, Index>(d.kept), d.rows, d.splits);
-    check_launch("finish_rows_kernel");
-  }
+  if (d.splits > 1)
+    launch_finish(d, finish_rows_kernel<T, Index>, grid_for(ceil_div(d.rows, 8), 8, 1), stream, out, partials,
+                  OffsetCalc<2, Index>(d.kept), d.rows, d.splits);
 }
 
 template <class T, int U, class Index>
@@ -469,11 +486,9 @@ void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* parti
   reduce_columns_kernel<T, Index><<<grid_for(tasks, 2048 / kColumnsThreads, 2), block, 0, stream>>>(
       out, src, OffsetCalc<2, Index>(d.plane_layout), OffsetCalc<1, Index>(d.reduced), args);
   check_launch("reduce_columns_kernel");
-  if (d.splits > 1) {
-    finish_columns_kernel<T, Index><<<grid_for(ceil_div(d.rows, 8), 8, 2), 256, 0, stream>>>(
-        out, partials, OffsetCalc<2, Index>(d.plane_layout), args, int64_t{d.tx} * VEC);
-    check_launch("finish_columns_kernel");
-  }
+  if (d.splits > 1)
+    launch_finish(d, finish_columns_kernel<T, Index>, grid_for(ceil_div(d.rows, 8), 8, 2), stream, out, partials,
+                  OffsetCalc<2, Index>(d.plane_layout), args, int64_t{d.tx} * VEC);
 }
 
 void execute(const ReduceSumNvidia& d, void* workspace, void* out, const void* src, cudaStream_t stream) {
