@@ -35,6 +35,7 @@ SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
     ("long_5x3M+7", (5, 3 * 1024 * 1024 + 7), -1, ("bfloat16",)),
     ("long_32x1M", (32, 1024 * 1024), -1, ("float32", "bfloat16")),
     ("long_1x16M", (1, 16 * 1024 * 1024), -1, ("float32", "bfloat16")),
+    ("rows_2048x65536", (2048, 65536), -1, ("float32", "bfloat16")),
     ("vocab_4096x151936", (4096, 151936), -1, ("float32", "bfloat16")),
     ("dim0_8192x8192", (8192, 8192), 0, ("float32", "float16", "bfloat16")),
     ("dim0_4096x1024", (4096, 1024), 0, ("float32", "bfloat16")),
@@ -43,6 +44,8 @@ SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
 SOFTMAX_CONFIGS = [
     ("planned", {}),
     ("split", {"SOFTMAX_RESIDENT": 0}),
+    ("no_cluster", {"SOFTMAX_CLUSTER_MAX": 1}),  # rows_cluster's rows to rows_resident / rows_split
+    ("cluster4", {"SOFTMAX_CLUSTER_MAX": 4}),
     ("resident_all", {"SOFTMAX_RESIDENT_MAX_MB": 1 << 20}),  # rows_resident for every size it takes
     ("resident_nocache", {"SOFTMAX_RESIDENT_CACHE": 0}),
     ("ahead8", {"SOFTMAX_RESIDENT_AHEAD": 8}),  # every bulk copy at once (the sixth session's kernel)

@@ -14,9 +14,10 @@
 //   rows_stream  rows_block for many aligned rows where it keeps few
 //            blocks per SM (sm_90): a resident grid, each block's next row
 //            bulk-copied (TMA) into shared memory while it works on this one
-//   rows_cluster<C>  rows up to 8x longer: a cluster of C blocks per row,
-//            each holding a slice in registers; the blocks exchange their
-//            max and sum through distributed shared memory
+//   rows_cluster<C>  rows up to 8x longer (4x when there are more rows
+//            than SMs): a cluster of C blocks per row, each holding a
+//            slice in registers; the blocks exchange their max and sum
+//            through distributed shared memory
 //   rows_split  longer rows still: one cooperative kernel; pass 1 computes
 //            (max, sum) per chunk into the workspace, a grid-wide barrier,
 //            pass 2 merges a row's chunks and writes, reading in reverse
@@ -325,7 +326,12 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     }
     d->slots = kRowSlots;  // clusters and split rows hold 8 slots
     const int64_t threads8 = ceil_div(vectors, kRowSlots);
-    for (int c = 2; c <= kMaxCluster; c *= 2) {
+    // Clusters of 8 only for rows no more than SMs: with more rows,
+    // rows_split ran faster (H200, scripts/nvidia_ab.py, two runs: 4096 x
+    // 151936 bf16 1001-1004 us vs 1133-1142 with rows_cluster8); clusters of
+    // 2 and 4 stay (2048 x 65536 float32 / bf16 425 / 231 us vs 426 / 234.5).
+    const int64_t max_cluster = tuned("SOFTMAX_CLUSTER_MAX", d->nrows <= sms ? kMaxCluster : 4);  // (1: none)
+    for (int c = 2; c <= std::min<int64_t>(kMaxCluster, max_cluster); c *= 2) {
       if (ceil_div(threads8, c) <= max_block(kRowSlots)) {
         d->kind = Kind::kRows;
         d->group = 0;
