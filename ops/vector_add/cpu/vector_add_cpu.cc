@@ -6,6 +6,7 @@
 
 #include "../../common/cpu/cpu_types.h"
 #include "../../common/cpu/elementwise_cpu.h"
+#include "../../common/cpu/vector_math.h"
 #include "../../common/descriptor.h"
 
 namespace oprt::cpu {
@@ -28,7 +29,22 @@ inline T add(T x, T y) {
 // compiler vectorizes (no __restrict: out may be a or b itself).
 template <class T>
 void add_run(T* out, int64_t so, const T* a, int64_t sa, const T* b, int64_t sb, int64_t count) {
-  if (is_16bit<T> && so == 1 && sa <= 1 && sb <= 1) {  // 16-bit: widen a tile, add, narrow
+#ifdef __AVX2__
+  // 16-bit: eight at a time, widened, added and narrowed in registers (through
+  // a float tile this ran 4M float16 / bfloat16 adds at 0.58x / 0.44x torch).
+  // Each group of eight is loaded before it is stored: out may be a or b.
+  if constexpr (is_16bit<T>) {
+    if (so == 1 && sa <= 1 && sb <= 1) {
+      const __m256 a0 = _mm256_set1_ps(to_float(a[0])), b0 = _mm256_set1_ps(to_float(b[0]));
+      int64_t i = 0;
+      for (; i + 8 <= count; i += 8)
+        store8(out + i, _mm256_add_ps(sa ? load8(a + i) : a0, sb ? load8(b + i) : b0));
+      for (; i < count; ++i) out[i] = add(a[i * sa], b[i * sb]);
+      return;
+    }
+  }
+#endif
+  if (is_16bit<T> && so == 1 && sa <= 1 && sb <= 1) {  // 16-bit without AVX2: widen a tile, add, narrow
     float x[kTile], y[kTile];
     for (int64_t start = 0; start < count; start += kTile) {
       const int64_t n = std::min(kTile, count - start);
