@@ -57,6 +57,16 @@ SOFTMAX_CONFIGS = [
     ("split_tasks32", {"SOFTMAX_SPLIT_PER_BLOCK": 32}),  # (row, chunk) tasks per block of rows_split
     ("split_tasks64", {"SOFTMAX_SPLIT_PER_BLOCK": 64}),
     ("split_tasks4", {"SOFTMAX_RESIDENT": 0, "SOFTMAX_SPLIT_PER_BLOCK": 4}),  # few long rows: 4 tasks per block
+    # long rows: rows_split2 (two launches, planned) against the cooperative rows_split, its chunk size;
+    # rows_twice (many long rows, a block per row): off, also for cluster-sized rows, blocks per SM
+    ("split_coop", {"SOFTMAX_SPLIT_LAUNCHES": 1}),
+    ("split2_kb64", {"SOFTMAX_SPLIT2_KB": 64}),
+    ("split2_kb256", {"SOFTMAX_SPLIT2_KB": 256}),
+    ("split2_kb512", {"SOFTMAX_SPLIT2_KB": 512}),
+    ("no_twice", {"SOFTMAX_TWICE": 0}),
+    ("twice_all", {"SOFTMAX_TWICE": 2}),
+    ("twice_blocks2", {"SOFTMAX_TWICE_BLOCKS": 2}),
+    ("twice_blocks4", {"SOFTMAX_TWICE_BLOCKS": 4}),
     ("min_blocks2", {"SOFTMAX_MIN_BLOCKS": 2}),
     ("slots4", {"SOFTMAX_SLOTS": 4}),
     ("waves1", {"SOFTMAX_WAVES": 1}),

@@ -168,9 +168,17 @@ VARIANT_CASES = [
     # more than one round of loads per thread outside shared memory: read again after the barrier
     ("softmax-rows-resident-rest-reread", "softmax", [(5, 700001)], "offset",
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT_CACHE": 100}}, None),
-    ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous", {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}}, None),
+    # long rows in (row, chunk) tasks over two launches (nvidia: rows_split2), or one cooperative kernel
+    ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous",
+     {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}, "nvidia_variant": "rows_split2"}, None),
     ("softmax-rows-split-unaligned", "softmax", [(5, 270001)], "offset",
-     {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}}, None),
+     {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}, "nvidia_variant": "rows_split2"}, None),
+    ("softmax-rows-split-cooperative", "softmax", [(5, 270001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0, "SOFTMAX_SPLIT_LAUNCHES": 1}, "nvidia_variant": "rows_split"}, None),
+    # many long rows, a block per row reading it twice (nvidia: rows_twice; planned where clusters
+    # of 8 would be, told here to take rows that clusters of 4 would)
+    ("softmax-rows-twice", "softmax", [(270, 40001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_TWICE": 2}, "nvidia_variant": "rows_twice"}, None),
 
     # rows_block rows of at most 2 blocks per SM, more rows than the resident grid has blocks: rows
     # streamed through shared memory (nvidia: rows_stream)

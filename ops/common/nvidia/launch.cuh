@@ -90,6 +90,17 @@ inline cudaLaunchAttribute early_launch_attribute() {
   return a;
 }
 
+// Launches kernel<<<grid, block, smem, stream>>>(args...), with
+// early_launch_attribute() when `early` and the device has it (sm_90+).
+template <class... Params, class... Args>
+void launch_early_if(bool early, void (*kernel)(Params...), unsigned grid, unsigned block, size_t smem,
+                     cudaStream_t stream, Args... args) {
+  const cudaLaunchAttribute attribute = early_launch_attribute();
+  cudaLaunchConfig_t config = config_with(attribute, grid, block, smem, stream);
+  if (!early || current_device_info().cc_major < 9) config.numAttrs = 0;
+  OPRT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...));
+}
+
 // Blocks of `kernel` (with `block` threads, `smem` bytes of dynamic shared
 // memory) one SM holds at once on the current device.
 template <class Kernel>

@@ -425,10 +425,7 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
 template <class... Params, class... Args>
 void launch_finish(const ReduceSumNvidia& d, void (*kernel)(Params...), unsigned grid, cudaStream_t stream,
                    Args... args) {
-  if (d.early_finish && current_device_info().cc_major >= 9)
-    return launch_with(early_launch_attribute(), kernel, grid, 256, 0, stream, args...);
-  kernel<<<grid, 256, 0, stream>>>(static_cast<Params>(args)...);
-  check_launch("reduce_sum finishing kernel");
+  launch_early_if(d.early_finish, kernel, grid, 256, 0, stream, args...);
 }
 
 template <class T, int TPR, int U, class Index>

@@ -1,10 +1,13 @@
 // Private to softmax_nvidia.cu: rows too long for a cluster's registers,
-// cut into chunks over a cooperative grid (rows_split, rows_resident).
+// read twice: cut into chunks over a cooperative grid (rows_split,
+// rows_resident) or two launches (rows_split2), or a block per row
+// (rows_twice).
 #ifndef OPRT_SOFTMAX_NVIDIA_LONG_ROWS_CUH_
 #define OPRT_SOFTMAX_NVIDIA_LONG_ROWS_CUH_
 
 #include <cuda/ptx>
 
+#include "../../common/nvidia/launch.cuh"
 #include "../../common/nvidia/offset_calc.cuh"
 #include "softmax_math.cuh"
 
@@ -64,13 +67,70 @@ __device__ __forceinline__ void write_scaled(T* q, int64_t i, const Raw16& raw, 
   }
 }
 
-// One cooperative kernel (all blocks resident): block b owns a contiguous
-// range of (row, split) tasks. Pass 1 writes each task's (max, sum) to the
-// workspace; after a grid-wide barrier, pass 2 walks the same tasks in
-// reverse, merges its row's stats (once per row it meets, in a fixed order,
-// so every block of a row gets bitwise the same result) and writes.
-// Replaces a stats kernel, a one-block-per-row combine kernel and a write
-// kernel (Nsight Compute: the combine alone was 5.8 of 41 us on 4 x 4M bf16).
+// The passes over one (row, chunk) task, shared by the split kernels.
+// chunk_stats: the block's (max, sum) over row elements [c0, c1) of p.
+template <class T, int U>
+__device__ __forceinline__ Stats chunk_stats(const T* p, int64_t c0, int64_t c1, Stats* slots) {
+  Stats st{-INFINITY, 0.0f};
+  visit_chunk<false, U>(
+      p, c0, c1,
+      [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&)[U]) { update_round<T>(st, raw, ok); },
+      [&](int64_t i) {
+        const float x[1] = {to_float(p[i])};
+        update(st, x);
+      });
+  return block_merge(st, slots);
+}
+
+// A row's `splits` partials merged in a fixed order (every block of the row
+// gets bitwise the same result): the max and 1 / sum.
+__device__ __forceinline__ Stats row_scale(const Stats* part, int64_t splits, Stats* slots) {
+  Stats st{-INFINITY, 0.0f};
+  for (int64_t j = threadIdx.x; j < splits; j += blockDim.x) st = merge(st, part[j]);
+  st = block_merge(st, slots);
+  return {st.m, 1.0f / st.s};
+}
+
+// q[i] = exp(p[i] - m) * r over [c0, c1), walked last round first: it
+// starts on what the stats pass read last, the likeliest part still in L2.
+template <class T, int U>
+__device__ __forceinline__ void write_chunk(T* q, const T* p, int64_t c0, int64_t c1, Stats scale,
+                                            int64_t out_stride) {
+  visit_chunk<true, U>(
+      p, c0, c1,
+      [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (ok[u]) write_scaled<T>(q, at[u], raw[u], scale.m, scale.s, out_stride);
+      },
+      [&](int64_t i) { q[i * out_stride] = from_float<T>(exp_minus(to_float(p[i]), scale.m) * scale.s); });
+}
+
+// Where task t's chunk lies: its source and output rows and [c0, c1).
+template <class T, class Index>
+struct ChunkOf {
+  const T* p;
+  T* q;
+  int64_t row, c0, c1;
+  __device__ ChunkOf(T* out, const T* src, const OffsetCalc<2, Index>& rows, const SplitArgs& args, int64_t task) {
+    row = task / args.splits;
+    const int64_t split = task - row * args.splits;
+    int64_t offsets[2];
+    rows.get(static_cast<Index>(row), offsets);
+    p = src + offsets[1];
+    q = out + offsets[0];
+    c0 = split * args.chunk;
+    c1 = min(args.length, c0 + args.chunk);
+  }
+};
+
+// rows_split: one cooperative kernel (all blocks resident); block b owns a
+// contiguous range of (row, split) tasks. Pass 1 writes each task's (max,
+// sum) to the workspace; after a grid-wide barrier, pass 2 walks the same
+// tasks in reverse, merges its row's stats (once per row it meets) and
+// writes. Replaces a stats kernel, a one-block-per-row combine kernel and a
+// write kernel (Nsight Compute: the combine alone was 5.8 of 41 us on 4 x
+// 4M bf16).
 constexpr int kSplitThreads = 256;
 
 // U: vectors in flight per thread. 4 runs at 3 blocks per SM (80
@@ -89,51 +149,71 @@ softmax_split_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs 
   const int64_t tasks = args.nrows * args.splits;
   const int64_t t0 = tasks * blockIdx.x / gridDim.x, t1 = tasks * (blockIdx.x + 1) / gridDim.x;
   for (int64_t task = t0; task < t1; ++task) {
-    const int64_t row = task / args.splits, split = task - row * args.splits;
-    int64_t offsets[2];
-    rows.get(static_cast<Index>(row), offsets);
-    const T* p = src + offsets[1];
-    const int64_t c0 = split * args.chunk, c1 = min(args.length, c0 + args.chunk);
-    Stats st{-INFINITY, 0.0f};
-    visit_chunk<false, U>(
-        p, c0, c1,
-        [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&)[U]) {
-          update_round<T>(st, raw, ok);
-        },
-        [&](int64_t i) {
-          const float x[1] = {to_float(p[i])};
-          update(st, x);
-        });
-    st = block_merge(st, slots);
+    const ChunkOf<T, Index> c(out, src, rows, args, task);
+    const Stats st = chunk_stats<T, U>(c.p, c.c0, c.c1, slots);
     if (threadIdx.x == 0) args.partials[task] = st;
   }
   cg::this_grid().sync();
   int64_t merged_row = -1;
-  float m = 0.0f, r = 0.0f;
+  Stats scale{};
   for (int64_t task = t1 - 1; task >= t0; --task) {
-    const int64_t row = task / args.splits, split = task - row * args.splits;
-    if (row != merged_row) {  // the same for the whole block: block_merge may sync
-      const Stats* part = args.partials + row * args.splits;
-      Stats st{-INFINITY, 0.0f};
-      for (int64_t j = threadIdx.x; j < args.splits; j += blockDim.x) st = merge(st, part[j]);
-      st = block_merge(st, slots);
-      m = st.m;
-      r = 1.0f / st.s;
-      merged_row = row;
+    const ChunkOf<T, Index> c(out, src, rows, args, task);
+    if (c.row != merged_row) {  // the same for the whole block: block_merge may sync
+      scale = row_scale(args.partials + c.row * args.splits, args.splits, slots);
+      merged_row = c.row;
     }
-    int64_t offsets[2];
-    rows.get(static_cast<Index>(row), offsets);
-    const T* p = src + offsets[1];
-    T* q = out + offsets[0];
-    const int64_t c0 = split * args.chunk, c1 = min(args.length, c0 + args.chunk);
-    visit_chunk<true, U>(
-        p, c0, c1,
-        [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
-#pragma unroll
-          for (int u = 0; u < U; ++u)
-            if (ok[u]) write_scaled<T>(q, at[u], raw[u], m, r, args.out_stride);
-        },
-        [&](int64_t i) { q[i * args.out_stride] = from_float<T>(exp_minus(to_float(p[i]), m) * r); });
+    write_chunk<T, U>(c.q, c.p, c.c0, c.c1, scale, args.out_stride);
+  }
+}
+
+// rows_split2: the same passes as two launches of a block per task, no grid
+// barrier: the hardware hands out the tasks, so blocks that finish early
+// take more (the cooperative kernel's blocks wait for the slowest at the
+// barrier). The stats kernel lets the apply kernel launch early (launch.cuh)
+// and the apply kernel takes the tasks last to first, so its first blocks
+// re-read what the stats kernel read last.
+template <class T, class Index>
+__global__ void __launch_bounds__(kSplitThreads, split_min_blocks<4>())
+softmax_split_stats_kernel(const T* src, OffsetCalc<2, Index> rows, SplitArgs args) {
+  __shared__ Stats slots[kMaxWarps];
+  allow_early_launch();
+  const int64_t tasks = args.nrows * args.splits;
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const ChunkOf<T, Index> c(nullptr, src, rows, args, task);
+    const Stats st = chunk_stats<T, 4>(c.p, c.c0, c.c1, slots);
+    if (threadIdx.x == 0) args.partials[task] = st;
+  }
+}
+
+template <class T, class Index>
+__global__ void __launch_bounds__(kSplitThreads, split_min_blocks<4>())
+softmax_split_apply_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args) {
+  __shared__ Stats slots[kMaxWarps];
+  wait_for_prior_grid();
+  const int64_t tasks = args.nrows * args.splits;
+  for (int64_t k = blockIdx.x; k < tasks; k += gridDim.x) {
+    const ChunkOf<T, Index> c(out, src, rows, args, tasks - 1 - k);
+    write_chunk<T, 4>(c.q, c.p, c.c0, c.c1, row_scale(args.partials + c.row * args.splits, args.splits, slots),
+                      args.out_stride);
+  }
+}
+
+// rows_twice: a block per row takes the row's (max, sum), then writes the
+// row while L2 still holds what it read: with few enough rows in flight
+// (blocks per SM x SMs x row bytes well under L2's 60 MiB) src leaves DRAM
+// about once, without a workspace or a second launch.
+// 512 threads with 4 vectors each in flight: 32 KB per SM at one block per
+// SM (OPRT_TUNE_SOFTMAX_TWICE_BLOCKS, 1 to 4, trades L2 hits for more).
+constexpr int kTwiceThreads = 512;
+
+template <class T, class Index>
+__global__ void __launch_bounds__(kTwiceThreads, 2)
+softmax_rows_twice_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args) {
+  __shared__ Stats slots[kMaxWarps];
+  for (int64_t row = blockIdx.x; row < args.nrows; row += gridDim.x) {
+    const ChunkOf<T, Index> c(out, src, rows, args, row);  // (args.splits == 1)
+    const Stats st = chunk_stats<T, 4>(c.p, c.c0, c.c1, slots);
+    write_chunk<T, 4>(c.q, c.p, c.c0, c.c1, Stats{st.m, 1.0f / st.s}, args.out_stride);
   }
 }
 
@@ -218,11 +298,8 @@ softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitAr
   if (active && threadIdx.x == 0) args.partials[task] = st;
   cg::this_grid().sync();
   if (!active) return;
-  const Stats* part = args.partials + row * args.splits;
-  st = {-INFINITY, 0.0f};
-  for (int64_t j = threadIdx.x; j < args.splits; j += blockDim.x) st = merge(st, part[j]);
-  st = block_merge(st, slots);
-  const float m = st.m, r = 1.0f / st.s;
+  const Stats scale = row_scale(args.partials + row * args.splits, args.splits, slots);
+  const float m = scale.m, r = scale.s;
   const auto write_scalar = [&](int64_t i) { q[i * args.out_stride] = from_float<T>(exp_minus(to_float(p[i]), m) * r); };
   for (int64_t i = c0 + threadIdx.x; i < a; i += blockDim.x) write_scalar(i);
   visit_chunk<true, U>(

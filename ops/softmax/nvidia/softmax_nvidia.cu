@@ -21,6 +21,10 @@
 //   rows_split  longer rows still: one cooperative kernel; pass 1 computes
 //            (max, sum) per chunk into the workspace, a grid-wide barrier,
 //            pass 2 merges a row's chunks and writes, reading in reverse
+//   rows_split2  the same passes as two launches of a block per (row,
+//            chunk) task, the second launched early (sm_90)
+//   rows_twice  many long rows: a block per row reads it twice, the second
+//            time (walking backwards) mostly from L2; no workspace
 //   rows_resident  the same for no more rows than SMs and up to 96 MB
 //            (sm_90), each chunk's first ~224 KB kept in shared memory
 //            between the passes
@@ -52,7 +56,7 @@ namespace oprt::nvidia {
 namespace {
 
 // ---- planning ----------------------------------------------------------------------
-enum class Kind { kEmpty, kRows, kSplit, kResident, kColumns };
+enum class Kind { kEmpty, kRows, kSplit, kSplit2, kTwice, kResident, kColumns };
 
 struct SoftmaxNvidia : oprt_descriptor {
   static constexpr const char* kName = "softmax/nvidia";
@@ -330,6 +334,21 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     // rows_split ran faster (H200, scripts/nvidia_ab.py, two runs: 4096 x
     // 151936 bf16 1001-1004 us vs 1133-1142 with rows_cluster8); clusters of
     // 2 and 4 stay (2048 x 65536 float32 / bf16 425 / 231 us vs 426 / 234.5).
+    // rows_twice: many long rows, a block per row reading it twice (the
+    // second time mostly from L2). 1 plans it where clusters of 8 or
+    // rows_split would run, 2 also instead of clusters of 2 and 4 (an A/B
+    // candidate), 0 never.
+    const int64_t twice = tuned("SOFTMAX_TWICE", 1);
+    const int64_t twice_blocks = std::clamp<int64_t>(tuned("SOFTMAX_TWICE_BLOCKS", 1), 1, 4);
+    const auto plan_twice = [&] {
+      d->kind = Kind::kTwice;
+      d->variant = "rows_twice";
+      d->splits = 1;
+      d->chunk = d->length;
+      d->grid = grid_for(d->nrows, static_cast<int>(twice_blocks));
+      return d;
+    };
+    if (twice == 2 && d->nrows > 2 * sms) return plan_twice();
     const int64_t max_cluster = tuned("SOFTMAX_CLUSTER_MAX", d->nrows <= sms ? kMaxCluster : 4);  // (1: none)
     for (int c = 2; c <= std::min<int64_t>(kMaxCluster, max_cluster); c *= 2) {
       if (ceil_div(threads8, c) <= max_block(kRowSlots)) {
@@ -350,6 +369,20 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     if (d->nrows <= sms && current_device_info().cc_major >= 9 && tuned("SOFTMAX_RESIDENT", 1) == 1 &&
         d->nrows * d->length * element_size <= resident_max_bytes) {
       plan_resident(*d, vec);
+      return d;
+    }
+    if (twice == 1 && d->nrows > 2 * sms) return plan_twice();
+    if (tuned("SOFTMAX_SPLIT_LAUNCHES", 2) == 2) {
+      // rows_split2: chunks of about 128 KB (TileLang's split rows: 32768
+      // elements of 512 threads), smaller where that leaves fewer tasks
+      // than a resident grid of blocks; at least one round of every
+      // thread's loads.
+      d->kind = Kind::kSplit2;
+      d->variant = "rows_split2";
+      const int64_t round = int64_t{kSplitThreads} * vec * 4;
+      const int64_t chunk = std::max(round, (tuned("SOFTMAX_SPLIT2_KB", 128) << 10) / element_size);
+      plan_chunks(*d, std::max(d->nrows * ceil_div(d->length, chunk), sms * (2048 / kSplitThreads)), round, vec);
+      d->grid = grid_one_shot(d->nrows * d->splits);
       return d;
     }
     d->kind = Kind::kSplit;
@@ -477,8 +510,19 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
       default: return launch_rows_slots<T, 8, Index>(d, out, src, stream);
     }
   }
-  if (d.kind == Kind::kSplit || d.kind == Kind::kResident) {
+  if (d.kind == Kind::kSplit || d.kind == Kind::kSplit2 || d.kind == Kind::kTwice || d.kind == Kind::kResident) {
     const SplitArgs args{d.nrows, d.length, d.out_stride, d.splits, d.chunk, static_cast<Stats*>(workspace)};
+    const OffsetCalc<2, Index> rows(d.rows);
+    if (d.kind == Kind::kTwice) {
+      softmax_rows_twice_kernel<T, Index><<<d.grid, kTwiceThreads, 0, stream>>>(out, src, rows, args);
+      return check_launch("softmax_rows_twice_kernel");
+    }
+    if (d.kind == Kind::kSplit2) {
+      softmax_split_stats_kernel<T, Index><<<d.grid, kSplitThreads, 0, stream>>>(src, rows, args);
+      check_launch("softmax_split_stats_kernel");
+      return launch_early_if(true, softmax_split_apply_kernel<T, Index>, d.grid, kSplitThreads, 0, stream, out, src,
+                             rows, args);
+    }
     if (d.kind == Kind::kResident) {
       const size_t bytes = resident_cache_bytes<T, Index>();  // on this device (the descriptor may be another's)
       return launch_with(cooperative_attribute(), softmax_resident_kernel<T, Index>, d.grid, kResidentThreads,
