@@ -29,7 +29,8 @@ SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
     ("medium_8192x8192", (8192, 8192), -1, ("float32", "float16", "bfloat16")),
     ("large_16384x16384", (16384, 16384), -1, ("float32", "float16", "bfloat16")),
     ("rows_4096x32768", (4096, 32768), -1, ("bfloat16",)),
-    ("odd_16384x12289", (16384, 12289), -1, ("bfloat16",)),
+    ("odd_16384x12289", (16384, 12289), -1, ("float32", "float16", "bfloat16")),
+    ("odd_4096x2053", (4096, 2053), -1, ("float32", "bfloat16")),
     ("long_4x4M", (4, 4 * 1024 * 1024), -1, ("float32", "bfloat16")),
     ("long_16x4M", (16, 4 * 1024 * 1024), -1, ("float32", "float16", "bfloat16")),
     ("long_5x3M+7", (5, 3 * 1024 * 1024 + 7), -1, ("bfloat16",)),
@@ -74,6 +75,7 @@ SOFTMAX_CONFIGS = [
     ("waves64", {"SOFTMAX_WAVES": 64}),
     # rows_stream (many rows of rows_block size): off, rows in shared memory per block, blocks per SM
     ("no_dense", {"SOFTMAX_DENSE": 0}),  # the general rows kernel on dense rows too
+    ("shifted", {"SOFTMAX_FLAT": 0}),  # dense rows not whole vectors long: the shifted slots (before the 15th session)
     ("no_stream", {"SOFTMAX_STREAM": 0}),
     ("stream_all", {"SOFTMAX_STREAM_BELOW": 64}),  # also where rows_block keeps 3+ blocks per SM
     ("stream_buffers2", {"SOFTMAX_STREAM_BUFFERS": 2}),

@@ -148,6 +148,10 @@ VARIANT_CASES = [
     # rows back to back but not whole vectors long: shifted onto 16-byte boundaries row by row
     ("softmax-rows-block-dense-odd", "softmax", [(300, 12289)], "contiguous",
      {"dim": -1, "nvidia_variant": "rows_block_dense"}, None),
+    ("softmax-rows-block-dense-odd-shifted", "softmax", [(300, 12289)], "contiguous",
+     {"dim": -1, "tune": {"SOFTMAX_FLAT": 0}, "nvidia_variant": "rows_block_dense"}, None),
+    ("softmax-rows-block-dense-odd-short", "softmax", [(1000, 2053)], "contiguous",
+     {"dim": -1, "nvidia_variant": "rows_block_dense"}, None),
     ("softmax-rows-warp-dense-odd", "softmax", [(999, 37)], "contiguous", {"dim": -1, "nvidia_variant": "rows_warp_dense"},
      None),
     ("softmax-rows-block-sliced", "softmax", [(256, 8192)], "sliced-rows", {"dim": -1, "nvidia_variant": "rows_block"},
@@ -448,6 +452,39 @@ def test_many_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, re
     src[399, ::3] = -math.inf
     src[200, : n // 2] = -math.inf
     _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, "finite rows")
+
+
+@pytest.mark.parametrize("tune", [{}, {"SOFTMAX_FLAT": 0}], ids=["planned", "shifted"])
+@pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.bfloat16], ids=["float32", "float16", "bfloat16"])
+def test_odd_row_softmax_edge_values(cuda_backend, dt, tune, monkeypatch, request):
+    """Dense rows not whole vectors long, each at another 16-byte
+    misalignment (nvidia: rows_block_dense; the elements before a row's first
+    and after its last 16-byte boundary take their own path, the kFlat
+    form's edge elements, or told: the shifted slots): -inf/+inf/NaN and the
+    row's largest values placed there; out of place and in place."""
+    from operator_runtime._internal.operator import DESCRIPTOR_CACHE
+
+    for key, value in tune.items():
+        monkeypatch.setenv("OPRT_TUNE_" + key, str(value))
+    DESCRIPTOR_CACHE.clear()
+    request.addfinalizer(DESCRIPTOR_CACHE.clear)
+    rows, n = 24, 12289  # row r starts r elements past a 16-byte boundary, modulo the vector width
+    src = _randn((rows, n), dt, 33)
+    src[1, 0] = math.nan                  # a leading element: NaN row
+    src[2, n - 1] = math.inf              # the last element: NaN row
+    src[3] = -math.inf
+    src[3, 0] = 1.0                       # only the first element finite: 1 there, 0 elsewhere
+    src[4] = -math.inf
+    src[4, n - 1] = 1.0                   # only the last
+    src[5, :5] = 30.0                     # the max among the leading elements
+    src[6, n - 3:] = 30.0                 # ... among the trailing ones
+    src[7] = -math.inf                    # all -inf: NaN row
+    src[9, 1] = -math.inf                 # -inf at an edge: 0 there
+    src[10, n - 2] = -math.inf
+    _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, f"odd rows {tune}")
+    in_place = src.clone()
+    oprt.softmax_(in_place, in_place, -1, backend=cuda_backend)
+    _check_softmax_special_rows(in_place, src, f"odd rows in place {tune}")
 
 
 @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])

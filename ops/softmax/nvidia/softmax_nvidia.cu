@@ -76,6 +76,7 @@ struct SoftmaxNvidia : oprt_descriptor {
   int stream_buffers = 1;   // rows_stream: rows in shared memory per block
   bool shift = false;       // rows: rows start at varying alignment
   bool dense = false;       // rows (a block or group per row): rows back to back in both tensors
+  bool flat = true;         // dense shifted rows of a block each: the kFlat form (A/B: OPRT_TUNE_SOFTMAX_FLAT=0)
   int64_t splits = 1, chunk = 0;
   unsigned grid = 0;        // split, resident: the cooperative grid
   int64_t cache_vectors = 0;  // resident: 16-byte vectors of shared memory per block
@@ -277,6 +278,7 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
                                      p.rows.strides[1][0] == d->length));
     // (the dense kernel without shift takes rows of whole vectors only; a single row may not be)
     d->shift = !aligned_rows || (d->dense && d->length % vec != 0);
+    d->flat = tuned("SOFTMAX_FLAT", 1) == 1;
     const int64_t vectors = ceil_div(d->length + (d->shift ? vec - 1 : 0), vec);
     const auto max_block = [&](int64_t slots) -> int64_t {
       return element_size == 4 && slots == 4 ? max_row_block<float, 4>() : max_row_block<half, 8>();
@@ -436,7 +438,11 @@ void launch_rows_group(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_
   const int groups = G ? d.block / G : 1;
   const unsigned grid = grid_for(ceil_div(d.nrows, groups), std::max(1, 2048 / d.block), d.waves);
   if (d.dense && misalignment16(out) == misalignment16(src) && (d.shift || aligned16(src))) {
-    const auto kernel = d.shift ? softmax_dense_rows_kernel<T, G, NV, MB, true> : softmax_dense_rows_kernel<T, G, NV, MB>;
+    // (rows of a block each: kFlat, unless told otherwise for an A/B)
+    constexpr RowForm kShiftedForm = G == 0 ? RowForm::kFlat : RowForm::kShifted;
+    const auto kernel = !d.shift  ? softmax_dense_rows_kernel<T, G, NV, MB>
+                        : d.flat ? softmax_dense_rows_kernel<T, G, NV, MB, kShiftedForm>
+                                 : softmax_dense_rows_kernel<T, G, NV, MB, RowForm::kShifted>;
     kernel<<<grid, d.block, 0, stream>>>(out, src, d.nrows, static_cast<int>(d.length));
     check_launch("softmax_dense_rows_kernel");
     return;

@@ -53,14 +53,18 @@ enum class RowForm {
   kGeneral,  // any q, out_stride and shift: each slot's store tested
   kAligned,  // q 16-byte aligned, out_stride 1, hs 0, length whole vectors: every slot in the row is a vector
   kShifted,  // out_stride 1, q - hs 16-byte aligned: the slots wholly inside the row are vectors
+  kFlat,     // out_stride 1, hs = -(elements before the row's first 16-byte boundary): every slot is a
+             // whole vector inside the row or past its end; the up to VEC - 1 elements at each end are
+             // one `edge` element each of some threads
 };
 template <class T, int G, int NV, int C, RowForm kForm = RowForm::kGeneral, class AfterMax>
 __device__ __forceinline__ void softmax_row_in_registers(const Raw16 (&raw)[NV], T* q, int64_t length,
                                                          int64_t out_stride, int tpr, int lane, int64_t hs,
                                                          bool valid, float* slots, float* cluster_max,
-                                                         float* cluster_sum, AfterMax after_max) {
+                                                         float* cluster_sum, AfterMax after_max,
+                                                         float edge = -INFINITY, int64_t edge_at = -1) {
   constexpr int VEC = kVec16<T>;
-  float m = -INFINITY;
+  float m = kForm == RowForm::kFlat ? edge : -INFINITY;
 #pragma unroll
   for (int j = 0; j < NV; ++j) {
     float x[VEC];
@@ -79,6 +83,10 @@ __device__ __forceinline__ void softmax_row_in_registers(const Raw16 (&raw)[NV],
   constexpr bool kKeepExp = std::is_same_v<T, float> || NV <= 4;
   float kept[kKeepExp ? NV : 1][VEC];
   float s = 0.0f;
+  if constexpr (kForm == RowForm::kFlat) {  // (-inf where the thread has none: adds 0, as padding does)
+    edge = exp_minus(edge, m);
+    s = edge;
+  }
 #pragma unroll
   for (int j = 0; j < NV; ++j) {
     float x[VEC];
@@ -96,6 +104,8 @@ __device__ __forceinline__ void softmax_row_in_registers(const Raw16 (&raw)[NV],
   s = cluster_allreduce<C>(s, SumOp{}, cluster_sum);
   const float r = 1.0f / s;
   if (!valid) return;
+  if constexpr (kForm == RowForm::kFlat)
+    if (edge_at >= 0) q[edge_at] = from_float<T>(edge * r);
 #pragma unroll
   for (int j = 0; j < NV; ++j) {
     const int64_t v0 = kForm == RowForm::kGeneral ? (int64_t{j} * tpr + lane) * VEC - hs : (j * tpr + lane) * VEC - hs;
@@ -108,8 +118,8 @@ __device__ __forceinline__ void softmax_row_in_registers(const Raw16 (&raw)[NV],
 #pragma unroll
       for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m) * r;
     }
-    if constexpr (kForm == RowForm::kAligned) {
-      if (v0 < length) store_floats<VEC>(q + v0, x);
+    if constexpr (kForm == RowForm::kAligned || kForm == RowForm::kFlat) {
+      if (v0 + (kForm == RowForm::kFlat ? VEC : 1) <= length) store_floats<VEC>(q + v0, x);
     } else if (v0 >= 0 && v0 + VEC <= length &&
                (kForm == RowForm::kShifted || (out_stride == 1 && aligned16(q + v0)))) {
       store_floats<VEC>(q + v0, x);
@@ -178,14 +188,20 @@ softmax_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t nro
 // softmax_rows_kernel (C = 1) for rows stored back to back in both tensors
 // (row r at r * length) whose bases are equally aligned: a row's offset is
 // one multiply (no OffsetCalc) and its vectors need no alignment test.
-// kShift: rows not whole vectors long, each shifted onto 16-byte boundaries
-// (the slots at its two ends load and store by element); else the bases
-// are aligned and every slot is one vector. TileLang's block-per-row kernel,
+// kForm kAligned: the bases are aligned and the rows whole vectors long,
+// every slot is one vector. kShifted: rows not whole vectors long, each
+// shifted onto 16-byte boundaries (the slots at its two ends load and store
+// by element). kFlat (a block per row, G = 0): the same rows, every slot a
+// whole vector between the row's first and last 16-byte boundaries, and
+// the up to VEC - 1 elements before and after them one scalar each of
+// threads 0 .. 2 VEC - 1 (TileLang's flat block_rows ran 16384 x 12289
+// bf16 in 202 us where kShifted took 222). TileLang's block-per-row kernel,
 // written this way, held float32 rows in 32 registers where rows_block took
 // 63 (H200 16384^2: 515 us vs 591); so does this one.
-template <class T, int G, int NV, int MB = 1, bool kShift = false>
+template <class T, int G, int NV, int MB = 1, RowForm kForm = RowForm::kAligned>
 __global__ void __launch_bounds__(G ? 256 : max_row_block<T, NV>(), MB > 1 ? MB : 0)
 softmax_dense_rows_kernel(T* out, const T* src, int64_t nrows, int length) {
+  static_assert(kForm != RowForm::kFlat || G == 0, "kFlat: a block per row (2 VEC threads for the edges)");
   constexpr int VEC = kVec16<T>;
   __shared__ float slots[kMaxWarps];
   const int tpr = G ? G : blockDim.x;
@@ -204,12 +220,18 @@ softmax_dense_rows_kernel(T* out, const T* src, int64_t nrows, int length) {
     const int64_t row = base + group;
     const bool valid = G == 0 || row < nrows;
     const T* p = src + row * length;
-    const int hs = kShift ? static_cast<int>(misalignment16(p) / sizeof(T)) : 0;
+    const int misaligned = kForm == RowForm::kAligned ? 0 : static_cast<int>(misalignment16(p) / sizeof(T));
+    // kFlat: the row's elements before its first 16-byte boundary, its whole vectors
+    const int head = (VEC - misaligned) % VEC;
+    const int hs = kForm == RowForm::kFlat ? -head : misaligned;
+    const int whole = kForm == RowForm::kFlat ? (length - head) / VEC : 0;
     Raw16 raw[NV];
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
       const int v0 = (j * tpr + lane) * VEC - hs;
-      if (!kShift) {
+      if constexpr (kForm == RowForm::kFlat) {
+        raw[j] = valid && j * tpr + lane < whole ? load_raw(p + v0) : padded;
+      } else if constexpr (kForm == RowForm::kAligned) {
         raw[j] = valid && v0 < length ? load_raw(p + v0) : padded;
       } else if (valid && v0 >= 0 && v0 + VEC <= length) {
         raw[j] = load_raw(p + v0);
@@ -217,8 +239,18 @@ softmax_dense_rows_kernel(T* out, const T* src, int64_t nrows, int length) {
         raw[j] = load_slot_by_element(p, v0, length, valid, padding);
       }
     }
-    softmax_row_in_registers<T, G, NV, 1, kShift ? RowForm::kShifted : RowForm::kAligned>(
-        raw, out + row * length, length, 1, tpr, lane, hs, valid, slots, nullptr, nullptr, [] {});
+    float edge = -INFINITY;
+    int edge_at = -1;
+    if constexpr (kForm == RowForm::kFlat) {
+      // threads 0 .. VEC - 1: elements 0 .. head - 1; VEC .. 2 VEC - 1: those past the whole vectors
+      const int at = lane < VEC ? lane : head + whole * VEC + lane - VEC;
+      if (valid && at < length && (lane < VEC ? at < head : lane < 2 * VEC)) {
+        edge = to_float(p[at]);
+        edge_at = at;
+      }
+    }
+    softmax_row_in_registers<T, G, NV, 1, kForm>(raw, out + row * length, length, 1, tpr, lane, hs, valid, slots,
+                                                 nullptr, nullptr, [] {}, edge, edge_at);
   }
 }
 
