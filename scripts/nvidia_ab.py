@@ -37,6 +37,7 @@ SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
     ("long_32x1M", (32, 1024 * 1024), -1, ("float32", "bfloat16")),
     ("long_1x16M", (1, 16 * 1024 * 1024), -1, ("float32", "bfloat16")),
     ("rows_2048x65536", (2048, 65536), -1, ("float32", "bfloat16")),
+    ("rows_4096x40000", (4096, 40000), -1, ("float32", "bfloat16")),  # clusters of 2 (16-bit) / 4 without rows_twice
     ("vocab_4096x151936", (4096, 151936), -1, ("float32", "bfloat16")),
     ("dim0_8192x8192", (8192, 8192), 0, ("float32", "float16", "bfloat16")),
     ("dim0_4096x1024", (4096, 1024), 0, ("float32", "bfloat16")),
@@ -64,9 +65,9 @@ SOFTMAX_CONFIGS = [
     ("split2_kb64", {"SOFTMAX_SPLIT2_KB": 64}),
     ("split2_kb256", {"SOFTMAX_SPLIT2_KB": 256}),
     ("split2_kb512", {"SOFTMAX_SPLIT2_KB": 512}),
-    ("no_twice", {"SOFTMAX_TWICE": 0}),
-    ("twice_all", {"SOFTMAX_TWICE": 2}),
-    ("twice_blocks2", {"SOFTMAX_TWICE_BLOCKS": 2}),
+    ("no_twice", {"SOFTMAX_TWICE": 0}),  # rows_twice's rows to clusters / rows_split2
+    ("twice_blocks1", {"SOFTMAX_TWICE_BLOCKS": 1}),
+    ("twice_blocks3", {"SOFTMAX_TWICE_BLOCKS": 3}),
     ("twice_blocks4", {"SOFTMAX_TWICE_BLOCKS": 4}),
     ("min_blocks2", {"SOFTMAX_MIN_BLOCKS": 2}),
     ("slots4", {"SOFTMAX_SLOTS": 4}),

@@ -179,10 +179,10 @@ VARIANT_CASES = [
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}, "nvidia_variant": "rows_split2"}, None),
     ("softmax-rows-split-cooperative", "softmax", [(5, 270001)], "offset",
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0, "SOFTMAX_SPLIT_LAUNCHES": 1}, "nvidia_variant": "rows_split"}, None),
-    # many long rows, a block per row reading it twice (nvidia: rows_twice; planned where clusters
-    # of 8 would be, told here to take rows that clusters of 4 would)
-    ("softmax-rows-twice", "softmax", [(270, 40001)], "offset",
-     {"dim": -1, "tune": {"SOFTMAX_TWICE": 2}, "nvidia_variant": "rows_twice"}, None),
+    # more than two long rows per SM, a block per row reading it twice (nvidia: rows_twice)
+    ("softmax-rows-twice", "softmax", [(270, 40001)], "offset", {"dim": -1, "nvidia_variant": "rows_twice"}, None),
+    ("softmax-rows-twice-one-block-per-sm", "softmax", [(300, 33000)], "contiguous",
+     {"dim": -1, "tune": {"SOFTMAX_TWICE_BLOCKS": 1}, "nvidia_variant": "rows_twice"}, None),
 
     # rows_block rows of at most 2 blocks per SM, more rows than the resident grid has blocks: rows
     # streamed through shared memory (nvidia: rows_stream)

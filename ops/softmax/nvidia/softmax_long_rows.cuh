@@ -199,11 +199,12 @@ softmax_split_apply_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Spli
 }
 
 // rows_twice: a block per row takes the row's (max, sum), then writes the
-// row while L2 still holds what it read: with few enough rows in flight
-// (blocks per SM x SMs x row bytes well under L2's 60 MiB) src leaves DRAM
-// about once, without a workspace or a second launch.
-// 512 threads with 4 vectors each in flight: 32 KB per SM at one block per
-// SM (OPRT_TUNE_SOFTMAX_TWICE_BLOCKS, 1 to 4, trades L2 hits for more).
+// row backwards, starting on what L2 still holds of it; no workspace, no
+// second launch. (Rows in flight: blocks per SM x SMs; fewer of them keep
+// more of each row in L2, but one 512-thread block per SM ran 10% slower
+// than two: too few loads in flight.)
+// 512 threads with 4 vectors each in flight, 2 blocks per SM (at most 64
+// registers; OPRT_TUNE_SOFTMAX_TWICE_BLOCKS plans 1 to 4).
 constexpr int kTwiceThreads = 512;
 
 template <class T, class Index>

@@ -24,7 +24,7 @@
 //   rows_split2  the same passes as two launches of a block per (row,
 //            chunk) task, the second launched early (sm_90)
 //   rows_twice  many long rows: a block per row reads it twice, the second
-//            time (walking backwards) mostly from L2; no workspace
+//            time (walking backwards) partly from L2; no workspace
 //   rows_resident  the same for no more rows than SMs and up to 96 MB
 //            (sm_90), each chunk's first ~224 KB kept in shared memory
 //            between the passes
@@ -336,21 +336,21 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     // rows_split ran faster (H200, scripts/nvidia_ab.py, two runs: 4096 x
     // 151936 bf16 1001-1004 us vs 1133-1142 with rows_cluster8); clusters of
     // 2 and 4 stay (2048 x 65536 float32 / bf16 425 / 231 us vs 426 / 234.5).
-    // rows_twice: many long rows, a block per row reading it twice (the
-    // second time mostly from L2). 1 plans it where clusters of 8 or
-    // rows_split would run, 2 also instead of clusters of 2 and 4 (an A/B
-    // candidate), 0 never.
-    const int64_t twice = tuned("SOFTMAX_TWICE", 1);
-    const int64_t twice_blocks = std::clamp<int64_t>(tuned("SOFTMAX_TWICE_BLOCKS", 1), 1, 4);
-    const auto plan_twice = [&] {
+    // rows_twice: more than two rows per SM, a block per row reading it
+    // twice (the second time partly from L2), 2 blocks per SM. Faster than
+    // clusters holding the row in registers and than rows_split (H200,
+    // scripts/nvidia_ab.py: vocab 4096 x 151936 bf16 877-881 us vs 1001
+    // with rows_split2, 988 at one block per SM; float32 1788-1796 vs 1868;
+    // 2048 x 65536 float32 / bf16 390 / 201 vs 426 / 232 in clusters of 4 /
+    // 2, at one block per SM).
+    if (tuned("SOFTMAX_TWICE", 1) == 1 && d->nrows > 2 * sms) {
       d->kind = Kind::kTwice;
       d->variant = "rows_twice";
       d->splits = 1;
       d->chunk = d->length;
-      d->grid = grid_for(d->nrows, static_cast<int>(twice_blocks));
+      d->grid = grid_for(d->nrows, static_cast<int>(std::clamp<int64_t>(tuned("SOFTMAX_TWICE_BLOCKS", 2), 1, 4)));
       return d;
-    };
-    if (twice == 2 && d->nrows > 2 * sms) return plan_twice();
+    }
     const int64_t max_cluster = tuned("SOFTMAX_CLUSTER_MAX", d->nrows <= sms ? kMaxCluster : 4);  // (1: none)
     for (int c = 2; c <= std::min<int64_t>(kMaxCluster, max_cluster); c *= 2) {
       if (ceil_div(threads8, c) <= max_block(kRowSlots)) {
@@ -373,7 +373,6 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       plan_resident(*d, vec);
       return d;
     }
-    if (twice == 1 && d->nrows > 2 * sms) return plan_twice();
     if (tuned("SOFTMAX_SPLIT_LAUNCHES", 2) == 2) {
       // rows_split2: chunks of about 128 KB (TileLang's split rows: 32768
       // elements of 512 threads), smaller where that leaves fewer tasks
