@@ -4,8 +4,11 @@ the result against a float64 torch reference (NaN-poisoned output), and
 times it with the benchmark harness (CUDA events, L2 flushed before every
 call) beside torch, measured once per case.
 
-    python3 scripts/nvidia_ab.py [--only softmax|reduce_sum] [--configs NAME...] [--cases PREFIX...]
+    python3 scripts/nvidia_ab.py [--only softmax|reduce_sum|copy] [--configs NAME...] [--cases PREFIX...]
         [--min-time 0.02]
+
+copy cases are permuted (non-contiguous) sources copied into a contiguous
+out of the same dtype; their check is bitwise equality with torch's copy_.
 
 Configurations and cases are the tables below; a config is a name and the
 OPRT_TUNE_* values it sets (everything else planned as usual).
@@ -141,6 +144,21 @@ REDUCE_CONFIGS = [
     ("late_finish", {"REDUCE_EARLY_FINISH": 0}),
 ]
 
+# copy: (name, shape of a contiguous tensor x, the permutation of x that is the source, dtypes);
+# out is a contiguous tensor of the source's shape
+COPY_CASES = [
+    ("transpose_8192x8192", (8192, 8192), (1, 0), ("float32", "float16", "bfloat16")),
+    ("odd_16384x12289", (12289, 16384), (1, 0), ("float16",)),  # odd out rows: transpose_tiled
+    ("large_16384x16384", (16384, 16384), (1, 0), ("bfloat16",)),
+    ("batched_32x2048x1024", (32, 1024, 2048), (0, 2, 1), ("float32", "bfloat16")),  # the inner two swapped
+    ("permute_1024x512x64", (64, 1024, 512), (1, 2, 0), ("bfloat16",)),  # narrow: tiles half used in 16-bit
+]
+COPY_CONFIGS = [
+    ("planned", {}),
+    ("old_transpose", {"COPY_TRANSPOSE_VEC": 0}),  # transpose_tiled for every transpose (before transpose_vec)
+    ("vec_16bit_only", {"COPY_TRANSPOSE_VEC": 1}),  # float32 on transpose_tiled
+]
+
 
 def set_config(values: dict) -> None:
     for key in [k for k in os.environ if k.startswith("OPRT_TUNE_")]:
@@ -161,7 +179,14 @@ def run(op: str, cases, configs, timing: TimingConfig, ceiling_tbps: float) -> N
                 dtype = getattr(torch, dtype_name)
                 gen = torch.Generator(device="cuda").manual_seed(1)
                 x = torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
-                if op == "softmax":
+                if op == "copy":
+                    src = x.permute(dim)
+                    out = torch.full(src.shape, float("nan"), device="cuda", dtype=dtype)
+                    prepared = oprt.prepare_copy(out, src, backend="nvidia")
+                    reference_out = torch.empty_like(out)
+                    reference = lambda: reference_out.copy_(src)  # noqa: E731
+                    nbytes = 2 * x.numel() * x.element_size()
+                elif op == "softmax":
                     out = torch.full_like(x, float("nan"))
                     prepared = oprt.prepare_softmax(out, x, dim, backend="nvidia")
                     reference = lambda: torch.softmax(x, dim)  # noqa: E731
@@ -174,7 +199,11 @@ def run(op: str, cases, configs, timing: TimingConfig, ceiling_tbps: float) -> N
                     nbytes = x.numel() * x.element_size() + out.numel() * out.element_size()
                 prepared.run()
                 torch.cuda.synchronize()
-                if op == "softmax":
+                if op == "copy":
+                    want = src.contiguous()  # torch's copy; compared bit for bit (NaN payloads too)
+                    bits = torch.int32 if dtype == torch.float32 else torch.int16
+                    ok = torch.equal(out.view(bits), want.view(bits))
+                elif op == "softmax":
                     want = torch.softmax(x.double(), dim)
                     tol = 1e-5 if dtype == torch.float32 else 1e-2
                     ok = torch.allclose(out.double(), want, rtol=tol, atol=1e-6)
@@ -196,6 +225,8 @@ def run(op: str, cases, configs, timing: TimingConfig, ceiling_tbps: float) -> N
                       f"{100 * tbps / ceiling_tbps:6.0f} {torch_us[key] / us:7.2f}x  {'ok' if ok else 'BAD'}",
                       flush=True)
                 del x, out, prepared, want
+                if op == "copy":
+                    del src, reference_out
 
 
 def copy_ceiling(timing: TimingConfig) -> float:
@@ -207,7 +238,7 @@ def copy_ceiling(timing: TimingConfig) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("softmax", "reduce_sum"))
+    parser.add_argument("--only", choices=("softmax", "reduce_sum", "copy"))
     parser.add_argument("--min-time", type=float, default=0.02)
     parser.add_argument("--configs", nargs="*", help="only these configurations (by name)")
     parser.add_argument("--cases", nargs="*", help="only cases whose name starts with one of these")
@@ -225,6 +256,8 @@ def main() -> None:
         run("softmax", cases(SOFTMAX_CASES), chosen(SOFTMAX_CONFIGS), timing, ceiling)
     if args.only in (None, "reduce_sum"):
         run("reduce_sum", cases(REDUCE_CASES), chosen(REDUCE_CONFIGS), timing, ceiling)
+    if args.only in (None, "copy"):
+        run("copy", cases(COPY_CASES), chosen(COPY_CONFIGS), timing, ceiling)
 
 
 if __name__ == "__main__":

@@ -116,7 +116,16 @@ VARIANT_CASES = [
     ("copy-convert-dense", "copy", [(1000, 1000)], "contiguous", {}, torch.float32),
     ("copy-rows", "copy", [(300, 1000)], "sliced-rows", {}, None),
     ("copy-strided", "copy", [(64, 50, 30)], "permuted", {}, None),
-    ("copy-transpose-tiled", "copy", [(1000, 777)], "transposed", {}, None),
+    # odd rows (777 columns of out): the scalar tiles; whole 16-byte vectors: transpose_vec, with
+    # partial tiles (1000 x 776), batched (a dim outside the swapped pair), or a base one element
+    # past a 16-byte boundary (planned transpose_vec, transpose_tiled runs)
+    ("copy-transpose-tiled", "copy", [(1000, 777)], "transposed", {"nvidia_variant": "transpose_tiled"}, None),
+    ("copy-transpose-vec", "copy", [(1024, 768)], "transposed", {"nvidia_variant": "transpose_vec"}, None),
+    ("copy-transpose-vec-partial-tiles", "copy", [(1000, 776)], "transposed", {"nvidia_variant": "transpose_vec"},
+     None),
+    ("copy-transpose-vec-batched", "copy", [(3, 200, 136)], "batch-transposed", {"nvidia_variant": "transpose_vec"},
+     None),
+    ("copy-transpose-vec-unaligned-base", "copy", [(1000, 776)], "transposed-offset", {}, None),
     ("copy-broadcast", "copy", [(1, 513)], "expand-rows", {}, None),
     ("add-dense", "vector_add", [(1 << 20,), (1 << 20,)], "contiguous", {}, None),
     ("add-dense-unaligned", "vector_add", [(100003,), (100003,)], "offset", {}, None),
@@ -213,6 +222,10 @@ VARIANT_CASES = [
 def _variant_input(shape, layout, dtype, seed):
     if layout == "transposed":
         return _randn(shape[::-1], dtype, seed).t()
+    if layout == "transposed-offset":
+        return _offset(_randn(shape[::-1], dtype, seed)).t()
+    if layout == "batch-transposed":  # the inner two dims swapped
+        return _randn((shape[0], shape[2], shape[1]), dtype, seed).transpose(1, 2)
     if layout == "permuted":
         return _randn((shape[2], shape[0], shape[1]), dtype, seed).permute(1, 2, 0)
     if layout == "sliced-rows":

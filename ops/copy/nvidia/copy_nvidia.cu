@@ -3,15 +3,21 @@
 //   memcpy           dense, same dtype: cudaMemcpyAsync (the copy engine path)
 //   dense            dense, dtype conversion: 16-byte vectors
 //   rows             rows contiguous in both (slices, a broadcast row)
-//   transpose_tiled  out and src contiguous along different dims: 64x64 tiles
-//                    through shared memory, so reads and writes both coalesce
+//   transpose_vec    out and src contiguous along different dims, same dtype,
+//                    every row start 16-byte aligned and both sizes whole
+//                    16-byte vectors: 16-byte loads and stores on both sides
+//   transpose_tiled  the other transposes (conversions, odd sizes, misaligned
+//                    bases at execute): 64x64 tiles of scalars through shared
+//                    memory, so reads and writes both coalesce
 //   strided          anything else
 #include "copy_nvidia.h"
 
+#include <cstdint>
 #include <type_traits>
 
 #include "../../common/descriptor.h"
 #include "../../common/nvidia/elementwise.cuh"
+#include "../../common/tuning.h"
 
 namespace oprt::nvidia {
 namespace {
@@ -24,6 +30,7 @@ struct CopyNvidia : oprt_descriptor {
   enum class Kind { kMemcpy, kElementwise, kTiles } kind = Kind::kElementwise;
   ElementwiseKind elementwise = ElementwiseKind::kStrided;
   StridedLayout<2> outer;  // tiles: the dims outside the transposed pair
+  bool vector_tiles = false;  // tiles: transpose_vec where both bases are 16-byte aligned at execute
 };
 
 template <class Out>
@@ -80,6 +87,88 @@ transpose_kernel(Out* out, const In* src, OffsetCalc<2, Index> outer, int64_t ro
   }
 }
 
+// ---- transpose_vec -----------------------------------------------------------
+// transpose_kernel spends ~30 instructions per 16-bit element (SASS: 2-byte
+// accesses, 64-bit index math and bounds per element); an SM moving its share
+// of 4 TB/s has ~28 to spare, so it is issue-bound (85.8 us for 8192^2
+// bfloat16 on the H200, TileLang's 4-byte pairs 73.8). Here every global
+// access is 16 bytes (~7 instructions per element): a thread loads a V x V
+// block (V src rows of one 16-byte vector, V = elements per 16 bytes),
+// transposes it in registers, parks it in shared memory as V out-row vectors,
+// and after a barrier stores out-row vectors. 256 threads per tile of 16 x 16
+// vectors (128x128 16-bit, 64x64 float32): each warp instruction covers two
+// rows x 256 contiguous bytes on both sides. Same dtype only (bits are moved,
+// never converted).
+constexpr int kVecTileSide = 16;  // vectors along each side of a tile
+constexpr int kVecTileThreads = kVecTileSide * kVecTileSide;
+
+// Column e of a V x V block held as V row vectors: element e of every row.
+// 16-bit: each 32-bit word of the column pairs element e of two rows (one
+// byte permute); float32 only renames registers.
+template <class T>
+__device__ __forceinline__ Raw16 block_column(const Raw16 (&rows)[kVec16<T>], int e) {
+  Raw16 column;
+  if constexpr (sizeof(T) == 4) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) column.w[k] = rows[k].w[e];
+  } else {
+    static_assert(sizeof(T) == 2, "16-bit or float32");
+    const unsigned halves = e % 2 ? 0x7632 : 0x5410;  // the high or the low halves of both words
+#pragma unroll
+    for (int w = 0; w < 4; ++w) column.w[w] = __byte_perm(rows[2 * w].w[e / 2], rows[2 * w + 1].w[e / 2], halves);
+  }
+  return column;
+}
+
+// out[r * out_row + c] = src[r + c * src_col], as transpose_kernel, for T of
+// 2 or 4 bytes with src_col, out_row, rows, cols, the outer strides and both
+// bases all multiples of 16 bytes (so a vector never straddles a row's end).
+// 4 blocks per SM (16-bit: 64 registers, 4 x 32 KB of shared memory): up to
+// 128 KB of loads in flight per SM while other blocks store.
+template <class T>
+__global__ void __launch_bounds__(kVecTileThreads, 4)
+transpose_vec_kernel(T* out, const T* src, OffsetCalc<2, uint32_t> outer, int64_t rows, int64_t cols, int64_t out_row,
+                     int64_t src_col, int64_t tiles_r, int64_t tiles_c) {
+  constexpr int V = kVec16<T>, kSide = kVecTileSide * V;  // kSide elements per tile side
+  // [r][vector along c], vectors stored at column c_vec ^ (r / V % 16): in
+  // either phase the 8 threads sharing a 16-byte access phase hit 8
+  // different 16-byte bank groups (writes: 8 rows V apart; reads: 8
+  // neighbouring vectors of one row), so neither side has bank conflicts.
+  __shared__ Raw16 stage[kSide][kVecTileSide];
+  const auto slot = [&](int r, int c_vec) -> Raw16& { return stage[r][c_vec ^ (r / V % kVecTileSide)]; };
+  // A thread's place in a 16 x 16 grid of vectors: `across` walks the
+  // contiguous dim of the side being accessed (src's r, then out's c), `down` its rows.
+  const int across = threadIdx.x % kVecTileSide, down = threadIdx.x / kVecTileSide;
+  // A block per tile, fewer than 2^31 of them (checked at launch): 32-bit divisions.
+  const uint32_t task = blockIdx.x, per_outer = static_cast<uint32_t>(tiles_r * tiles_c);
+  const uint32_t o = task / per_outer, t = task - o * per_outer;
+  const int64_t r0 = int64_t{t / static_cast<uint32_t>(tiles_c)} * kSide;
+  const int64_t c0 = int64_t{t % static_cast<uint32_t>(tiles_c)} * kSide;
+  const int rows_here = static_cast<int>(rows - r0 < kSide ? rows - r0 : kSide);
+  const int cols_here = static_cast<int>(cols - c0 < kSide ? cols - c0 : kSide);
+  int64_t base[2];
+  outer.get(o, base);
+  // Load src rows c0 + down * V + k, the vector at r0 + across * V; all loads in flight at once.
+  Raw16 block[V] = {};
+  const T* p = src + base[1] + r0 + across * V + (c0 + down * V) * src_col;
+#pragma unroll
+  for (int k = 0; k < V; ++k, p += src_col)
+    if (across * V < rows_here && down * V + k < cols_here) block[k] = load_raw(p);
+  // Column e of the block is out row across * V + e, the vector at c0 + down * V.
+#pragma unroll
+  for (int e = 0; e < V; ++e) slot(across * V + e, down) = block_column<T>(block, e);
+  __syncthreads();
+  // Store out rows r0 + i * 16 + down, the vector at c0 + across * V. (Not
+  // unrolled: unrolled, the compiler computed every 64-bit address before the
+  // barrier and spilled some at 64 registers; stores need no loads in flight.)
+  T* q = out + base[0] + (r0 + down) * out_row + c0 + across * V;
+#pragma unroll 1
+  for (int i = 0; i < V; ++i, q += kVecTileSide * out_row) {
+    const int r = i * kVecTileSide + down;
+    if (r < rows_here && across * V < cols_here) store_raw(q, slot(r, across));
+  }
+}
+
 CopyNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t* src_view) {
   TensorDesc out = describe_tensor(out_view, "out");
   TensorDesc src = describe_tensor(src_view, "src");
@@ -100,16 +189,49 @@ CopyNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t*
   } else if (d->elementwise == ElementwiseKind::kStrided && l.ndim >= 2 && l.strides[0][l.ndim - 1] == 1 &&
              l.strides[1][l.ndim - 2] == 1) {
     d->kind = CopyNvidia::Kind::kTiles;
-    d->variant = "transpose_tiled";
     d->outer = outer_dims(outer_dims(l));
+    // transpose_vec needs whole vectors: both sizes, the row strides and the
+    // outer strides multiples of 16 bytes, so that with aligned bases (checked
+    // at execute) every vector is aligned and lies within its row; and fewer
+    // than 2^31 tiles (a block each).
+    // OPRT_TUNE_COPY_TRANSPOSE_VEC (A/B): 2 = 16-bit and float32 (planned),
+    // 1 = 16-bit only, 0 = transpose_tiled for every transpose (as before).
+    const int64_t vec_dtypes = tuned("COPY_TRANSPOSE_VEC", 2);
+    const int size = out.element_size();
+    const int64_t vec = 16 / size, side = kVecTileSide * vec;
+    const int a = l.ndim - 2, b = l.ndim - 1;
+    const int64_t tiles = d->outer.numel() * ceil_div(l.shape[a], side) * ceil_div(l.shape[b], side);
+    d->vector_tiles = out.dtype == src.dtype && (vec_dtypes >= 2 || (vec_dtypes == 1 && size == 2)) &&
+                      l.shape[a] % vec == 0 && l.shape[b] % vec == 0 && l.strides[0][a] % vec == 0 &&
+                      l.strides[1][b] % vec == 0 && strides_aligned16(d->outer, size) && tiles <= INT32_MAX;
+    d->variant = d->vector_tiles ? "transpose_vec" : "transpose_tiled";
   } else {
     d->variant = elementwise_kind_name(d->elementwise);
   }
   return d;
 }
 
+// A block per tile (one-shot: like the dense copies, streams better than
+// blocks looping over tiles, and keeps the outer offsets out of registers);
+// fewer than 2^31 tiles (create checked), so 32-bit outer indices.
+template <class T>
+void launch_vector_tiles(const CopyNvidia& d, T* out, const T* src, cudaStream_t stream) {
+  const StridedLayout<2>& l = d.layout;
+  const int a = l.ndim - 2, b = l.ndim - 1;
+  const int64_t tiles_r = ceil_div(l.shape[a], kVecTileSide * kVec16<T>);
+  const int64_t tiles_c = ceil_div(l.shape[b], kVecTileSide * kVec16<T>);
+  const auto tiles = static_cast<unsigned>(d.outer.numel() * tiles_r * tiles_c);
+  transpose_vec_kernel<T><<<tiles, kVecTileThreads, 0, stream>>>(out, src, OffsetCalc<2, uint32_t>(d.outer),
+                                                                 l.shape[a], l.shape[b], l.strides[0][a],
+                                                                 l.strides[1][b], tiles_r, tiles_c);
+  check_launch("transpose_vec_kernel");
+}
+
 template <class Out, class In>
 void launch_tiles(const CopyNvidia& d, Out* out, const In* src, cudaStream_t stream) {
+  if constexpr (std::is_same_v<Out, In>) {
+    if (d.vector_tiles && aligned16(out) && aligned16(src)) return launch_vector_tiles(d, out, src, stream);
+  }
   const StridedLayout<2>& l = d.layout;
   const int a = l.ndim - 2, b = l.ndim - 1;
   const int64_t rows = l.shape[a], cols = l.shape[b];
