@@ -107,11 +107,18 @@ SOFTMAX_CONFIGS = [
     ("cluster_tx8_kb80", {"SOFTMAX_COLUMN_CLUSTER_TX": 8, "SOFTMAX_COLUMN_CLUSTER_KB": 80}),
 ]
 REDUCE_CASES = [
-    ("rows_262144x128", (262144, 128), -1, ("float32", "bfloat16")),
+    # short rows (rows_short where a row is whole vectors, at most 32 lanes of 2: not 65536x512 float32
+    # nor 262144x100 bf16)
+    ("rows_262144x128", (262144, 128), -1, ("float32", "float16", "bfloat16")),
+    ("rows_1Mx32", (1024 * 1024, 32), -1, ("float32", "bfloat16")),
+    ("rows_131072x256", (131072, 256), -1, ("float32", "bfloat16")),
+    ("rows_65536x512", (65536, 512), -1, ("float32", "bfloat16")),
+    ("rows_262144x100", (262144, 100), -1, ("float32", "bfloat16")),  # bf16: not whole vectors, rows
     ("medium_8192x8192", (8192, 8192), -1, ("float32", "float16", "bfloat16")),
     ("large_16384x16384", (16384, 16384), -1, ("float32", "bfloat16")),
     ("long_4x4M", (4, 4 * 1024 * 1024), -1, ("float32", "bfloat16")),
     ("mid_1024x65536", (1024, 65536), -1, ("float32", "bfloat16")),  # 1 grid of 256-thread rows
+    ("odd_16384x12289", (16384, 12289), -1, ("float32", "bfloat16")),
     ("scalar_64M", (64 * 1024 * 1024,), None, ("float32", "bfloat16")),
     ("scalar_256M", (256 * 1024 * 1024,), None, ("float32", "bfloat16")),
     ("dim0_8192x8192", (8192, 8192), 0, ("float32", "bfloat16")),
@@ -142,6 +149,12 @@ REDUCE_CONFIGS = [
     ("columns_tx256_one_grid", {"REDUCE_COLUMN_TX": 256, "REDUCE_COLUMN_QUARTERS": 4}),
     # split sums: the finishing kernel launched after the first ends (before the fifteenth session)
     ("late_finish", {"REDUCE_EARLY_FINISH": 0}),
+    # short rows: the rows kernel where rows_short is planned (the plan before rows_short), 2 rows per lane
+    # group, a grid of 2 resident grids striding over the rows instead of a block per task
+    ("old_rows", {"REDUCE_SHORT_ROWS": 0}),
+    ("short_2rows", {"REDUCE_SHORT_ROWS": 2}),
+    ("short_waves2", {"REDUCE_SHORT_WAVES": 2}),
+    ("short_2rows_waves2", {"REDUCE_SHORT_ROWS": 2, "REDUCE_SHORT_WAVES": 2}),
 ]
 
 # copy: (name, shape of a contiguous tensor x, the permutation of x that is the source, dtypes);

@@ -140,6 +140,37 @@ VARIANT_CASES = [
     ("sum-columns-split", "reduce_sum", [(1 << 18, 16)], "contiguous", {"dim": 0}, None),
     ("sum-middle", "reduce_sum", [(16, 300, 64)], "contiguous", {"dim": 1}, None),
     ("sum-zeros", "reduce_sum", [(7, 0)], "contiguous", {"dim": 1}, None),
+    # many short rows of whole 16-byte vectors, 16-byte aligned (nvidia: rows_short): lanes per row
+    # 16 / 8 (float32 / 16-bit), 16 / 8 with vectors past the row end, 1, 32 / 16 with 2 rows per group,
+    # a grid that strides (4688 / 2344 blocks, more than one resident grid); 1001 rows: a part block
+    ("sum-rows-short", "reduce_sum", [(4096, 128)], "contiguous", {"dim": -1, "nvidia_variant": "rows_short"}, None),
+    ("sum-rows-short-part-lanes", "reduce_sum", [(1001, 96)], "contiguous",
+     {"dim": -1, "nvidia_variant": "rows_short"}, None),
+    ("sum-rows-short-one-lane", "reduce_sum", [(777, 8)], "contiguous", {"dim": -1, "nvidia_variant": "rows_short"},
+     None),
+    ("sum-rows-short-2-rows-per-group", "reduce_sum", [(1001, 256)], "contiguous",
+     {"dim": -1, "tune": {"REDUCE_SHORT_ROWS": 2}, "nvidia_variant": "rows_short"}, None),
+    ("sum-rows-short-strided-grid", "reduce_sum", [(300001, 32)], "contiguous",
+     {"dim": -1, "tune": {"REDUCE_SHORT_WAVES": 1}, "nvidia_variant": "rows_short"}, None),
+    # row starts 16-byte aligned but not back to back: one kept dim of stride 160; two kept dims (the
+    # offset calculator)
+    ("sum-rows-short-padded", "reduce_sum", [(1001, 128)], "padded-rows", {"dim": -1, "nvidia_variant": "rows_short"},
+     None),
+    ("sum-rows-short-batched", "reduce_sum", [(7, 143, 64)], "permuted-batch",
+     {"dim": -1, "nvidia_variant": "rows_short"}, None),
+    # planned rows_short, the base not 16-byte aligned: the rows kernel runs
+    ("sum-rows-short-unaligned-base", "reduce_sum", [(1001, 128)], "offset", {"dim": -1, "nvidia_variant": "rows_short"},
+     None),
+    # rows not whole vectors long (16-bit), row starts 2 elements off 16-byte steps, longer rows, or
+    # turned off: rows
+    ("sum-rows-short-odd-length", "reduce_sum", [(1001, 100)], "contiguous",
+     {"dim": -1, "nvidia_variant": {"float32": "rows_short", "float16": "rows", "bfloat16": "rows"}}, None),
+    ("sum-rows-short-shifted", "reduce_sum", [(1001, 128)], "shifted-rows", {"dim": -1, "nvidia_variant": "rows"},
+     None),
+    ("sum-rows-short-too-long", "reduce_sum", [(1001, 1024)], "contiguous", {"dim": -1, "nvidia_variant": "rows"},
+     None),
+    ("sum-rows-short-off", "reduce_sum", [(4096, 128)], "contiguous",
+     {"dim": -1, "tune": {"REDUCE_SHORT_ROWS": 0}, "nvidia_variant": "rows"}, None),
     ("softmax-rows-warp", "softmax", [(4096, 100)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-warp-unaligned", "softmax", [(333, 37)], "offset", {"dim": -1}, None),
     # rows back to back, whole vectors long (nvidia: the dense kernels); sliced rows, an
@@ -230,6 +261,10 @@ def _variant_input(shape, layout, dtype, seed):
         return _randn((shape[2], shape[0], shape[1]), dtype, seed).permute(1, 2, 0)
     if layout == "sliced-rows":
         return _randn((shape[0], shape[1] + 24), dtype, seed)[:, 3:3 + shape[1]]
+    if layout in ("padded-rows", "shifted-rows"):  # rows 32 (2) elements further apart than their length
+        return _randn((shape[0], shape[1] + (32 if layout == "padded-rows" else 2)), dtype, seed)[:, :shape[1]]
+    if layout == "permuted-batch":  # the two outer dims swapped, the last contiguous
+        return _randn((shape[1], shape[0], shape[2]), dtype, seed).transpose(0, 1)
     if layout == "expand-rows":
         return _randn(shape, dtype, seed).expand(700, shape[1])
     values = _randn(shape, dtype, seed)

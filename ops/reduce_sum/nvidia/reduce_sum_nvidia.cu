@@ -7,6 +7,10 @@
 //   columns   the outputs are contiguous in src (a sum over a non-last dim):
 //             threads along the outputs with vectors, the reduced dim spread
 //             over the block's other axis and combined in shared memory
+//   rows_short  short rows (at most 32 lanes of 2 vectors), 16-byte aligned
+//             and whole vectors long: the fewest lanes that take a row in
+//             one round, no head, no loop, a block per task (a misaligned
+//             base at execute runs `rows`)
 //   strided   neither: the rows kernel with scalar strided loads
 //   zeros     nothing to reduce: out = 0;   empty: no outputs
 // With too few outputs to fill the GPU, each output's range is split over
@@ -36,6 +40,7 @@ constexpr int kMinRounds = 4;       // rows: rounds of loads per thread once a r
 constexpr int kSplitRounds = 16;    // split rows: rounds of 8 loads per thread to aim at
 constexpr int kRowsBlock = 256;     // rows: threads per block, and the most threads per output
 constexpr int kColumnsThreads = 256;
+constexpr int kShortVectors = 2;    // rows_short: 16-byte vectors per lane (a row is at most 32 lanes of them)
 
 enum class Kind { kEmpty, kZeros, kRows, kColumns };
 
@@ -55,6 +60,9 @@ struct ReduceSumNvidia : oprt_descriptor {
   int tpr = 1;                   // rows: threads per output
   int unroll = kUnroll;          // rows: vectors in flight per thread
   int waves = 2;                 // rows: resident grids of blocks in the grid
+  int short_lanes = 0;           // rows_short: lanes per row (0: not planned)
+  int short_rows_per_group = 1;  // rows_short: rows a group of lanes takes at a time (1 or 2)
+  int short_waves = 0;           // rows_short: resident grids in a grid-stride grid (0: a block per task)
   int tx = 32, ty = 8;           // columns: block shape
   int64_t columns = 0, col_tiles = 0, planes = 0, reduced_numel = 0;
   int64_t splits = 1, split_len = 0;
@@ -66,6 +74,29 @@ struct RowsArgs {
   int64_t rows, runs, run_length, run_stride, splits, split_len;
   float* partials;  // splits > 1: one float per (row, split)
 };
+
+// A 16-byte vector's sum as a pairwise tree.
+template <class T>
+__device__ __forceinline__ float vector_sum(const Raw16& raw) {
+  constexpr int VEC = kVec16<T>;
+  float x[VEC];
+  raw_to_floats<T>(raw, x);  // all-zero bits are 0.0 in every dtype
+#pragma unroll
+  for (int width = VEC / 2; width >= 1; width /= 2)
+#pragma unroll
+    for (int e = 0; e < width; ++e) x[e] += x[e + width];
+  return x[0];
+}
+
+// part[0] + ... + part[N - 1] as a pairwise tree (N a power of two; part is overwritten).
+template <int N>
+__device__ __forceinline__ float pairwise_sum(float (&part)[N]) {
+#pragma unroll
+  for (int width = N / 2; width >= 1; width /= 2)
+#pragma unroll
+    for (int u = 0; u < width; ++u) part[u] += part[u + width];
+  return part[0];
+}
 
 // Sums p[e0..e1) (stride 1) or p[(e0..e1) * stride] across the group's lanes.
 template <class T, int TPR, int U>
@@ -95,21 +126,9 @@ __device__ __forceinline__ float sum_run(const T* p, int64_t e0, int64_t e1, int
     for (int u = 0; u < U; ++u)
       raw[u] = v + int64_t{u} * TPR < vectors ? load_raw(body + (v + int64_t{u} * TPR) * VEC) : Raw16{};
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      float x[VEC];
-      raw_to_floats<T>(raw[u], x);  // all-zero bits are 0.0 in every dtype
-#pragma unroll
-      for (int width = VEC / 2; width >= 1; width /= 2)
-#pragma unroll
-        for (int e = 0; e < width; ++e) x[e] += x[e + width];
-      part[u] += x[0];
-    }
+    for (int u = 0; u < U; ++u) part[u] += vector_sum<T>(raw[u]);
   }
-#pragma unroll
-  for (int width = U / 2; width >= 1; width /= 2)
-#pragma unroll
-    for (int u = 0; u < width; ++u) part[u] += part[u + width];
-  acc += part[0];
+  acc += pairwise_sum(part);
   return acc;
 }
 
@@ -145,6 +164,64 @@ __global__ void reduce_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> ke
     if (task < tasks && lane == 0) {
       if (args.splits == 1) out[offsets[0]] = from_float<T>(acc);
       else args.partials[task] = acc;
+    }
+  }
+}
+
+// ---- rows_short -------------------------------------------------------------
+// Many short rows, each starting 16-byte aligned and `vectors` whole 16-byte
+// vectors long (vectors <= LANES * kShortVectors): LANES lanes per row, each
+// loading vectors j * LANES + lane (a group reads LANES * 16 contiguous bytes
+// per load), ROWS rows per group, every load of a lane in flight before any
+// add. The shape of TileLang's group_rows, which read 262144x128 at 3.83 /
+// 3.41 TB/s (float32 / bf16; 16 / 8 lanes of 2 vectors) where `rows` read
+// 3.61 / 3.07 (8 / 4 lanes of 4; one process on the H200). On a row of a few
+// hundred bytes `rows` spends instructions its loads do not amortize (head
+// and tail loops, the loop over rounds, a 64-bit division of the task
+// index), holds 55 registers (4 of 8 blocks per SM resident) and strides 2
+// resident grids over the rows. Here a row offset is one multiply where the
+// kept dims are one (`row_strides`; else the offset calculator), the kernel
+// keeps to 32 registers, and the grid is a block per task, as in softmax's
+// rows_warp_dense, which measured faster so (the grid-stride loop runs again
+// only past 2^31 - 1 blocks or with OPRT_TUNE_REDUCE_SHORT_WAVES).
+struct RowStrides {
+  bool used;         // the kept dims are at most one: offsets are row * stride
+  int64_t out, src;  // that dim's strides
+};
+
+template <class T, int LANES, int ROWS, class Index>
+__global__ void __launch_bounds__(kRowsBlock, 2048 / kRowsBlock)  // <= 32 registers: 8 blocks per SM
+reduce_short_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, RowStrides row_strides, int64_t rows,
+                         int vectors) {
+  constexpr int VEC = kVec16<T>;
+  constexpr int kGroups = kRowsBlock / LANES;
+  constexpr int kBlockRows = kGroups * ROWS;
+  const int group = threadIdx.x / LANES, lane = threadIdx.x % LANES;
+  // The loop bound is the same for the whole block: the group sum shuffles across the warp.
+  for (int64_t base = int64_t{blockIdx.x} * kBlockRows; base < rows; base += int64_t{gridDim.x} * kBlockRows) {
+    Raw16 raw[ROWS][kShortVectors];
+    int64_t out_offsets[ROWS];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      // Row r * kGroups + group: a warp's lanes read neighbouring rows together.
+      const int64_t row = base + r * kGroups + group;
+      int64_t offsets[2] = {row * row_strides.out, row * row_strides.src};
+      if (!row_strides.used && row < rows) kept.get(static_cast<Index>(row), offsets);
+      out_offsets[r] = offsets[0];
+      const T* p = src + offsets[1];
+#pragma unroll
+      for (int j = 0; j < kShortVectors; ++j) {
+        const int v = j * LANES + lane;
+        raw[r][j] = row < rows && v < vectors ? load_raw(p + v * VEC) : Raw16{};
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      float part[kShortVectors];
+#pragma unroll
+      for (int j = 0; j < kShortVectors; ++j) part[j] = vector_sum<T>(raw[r][j]);
+      const float sum = group_allreduce<LANES>(pairwise_sum(part), SumOp{}, nullptr);
+      if (base + r * kGroups + group < rows && lane == 0) out[out_offsets[r]] = from_float<T>(sum);
     }
   }
 }
@@ -416,6 +493,20 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     d->variant += "_split";
     d->workspace_bytes = static_cast<size_t>(d->rows * d->splits) * sizeof(float);
   }
+  // rows_short (reduce_short_rows_kernel): one contiguous run per output, at
+  // most a warp of kShortVectors vectors a lane, whole vectors long, every
+  // row 16-byte aligned given an aligned base (checked at execute, else the
+  // rows kernel planned above runs). A/B: OPRT_TUNE_REDUCE_SHORT_ROWS=0 runs
+  // `rows` instead, =2 gives every lane group 2 rows at a time.
+  const int64_t short_form = tuned("REDUCE_SHORT_ROWS", 1);
+  const int64_t row_vectors = d->run_length / vec;
+  if (short_form > 0 && rows_contiguous && d->runs == 1 && d->splits == 1 && d->run_length % vec == 0 &&
+      row_vectors <= 32 * kShortVectors && strides_aligned16(kept, 1, element_size)) {
+    d->variant = "rows_short";
+    d->short_lanes = static_cast<int>(ceil_pow2(ceil_div(row_vectors, kShortVectors)));
+    d->short_rows_per_group = short_form == 2 ? 2 : 1;
+    d->short_waves = static_cast<int>(std::clamp<int64_t>(tuned("REDUCE_SHORT_WAVES", 0), 0, 64));
+  }
   return d;
 }
 
@@ -457,8 +548,36 @@ void launch_rows_unrolled(const ReduceSumNvidia& d, T* out, const T* src, float*
   }
 }
 
+template <class T, int LANES, int ROWS, class Index>
+void launch_short_rows_shape(const ReduceSumNvidia& d, T* out, const T* src, cudaStream_t stream) {
+  const int64_t blocks = ceil_div(d.rows, kRowsBlock / LANES * ROWS);
+  const unsigned grid =
+      d.short_waves > 0 ? grid_for(blocks, 2048 / kRowsBlock, d.short_waves) : grid_one_shot(blocks);
+  // (no kept dims: a single row, at offset 0 with the layout's zero strides)
+  const RowStrides row_strides{d.kept.ndim <= 1, d.kept.strides[0][0], d.kept.strides[1][0]};
+  reduce_short_rows_kernel<T, LANES, ROWS, Index><<<grid, kRowsBlock, 0, stream>>>(
+      out, src, OffsetCalc<2, Index>(d.kept), row_strides, d.rows, static_cast<int>(d.run_length / kVec16<T>));
+  check_launch("reduce_short_rows_kernel");
+}
+
+template <class T, int ROWS, class Index>
+void launch_short_rows_lanes(const ReduceSumNvidia& d, T* out, const T* src, cudaStream_t stream) {
+  switch (d.short_lanes) {
+    case 1: return launch_short_rows_shape<T, 1, ROWS, Index>(d, out, src, stream);
+    case 2: return launch_short_rows_shape<T, 2, ROWS, Index>(d, out, src, stream);
+    case 4: return launch_short_rows_shape<T, 4, ROWS, Index>(d, out, src, stream);
+    case 8: return launch_short_rows_shape<T, 8, ROWS, Index>(d, out, src, stream);
+    case 16: return launch_short_rows_shape<T, 16, ROWS, Index>(d, out, src, stream);
+    default: return launch_short_rows_shape<T, 32, ROWS, Index>(d, out, src, stream);
+  }
+}
+
 template <class T, class Index>
 void launch_rows(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
+  if (d.short_lanes > 0 && aligned16(src)) {
+    if (d.short_rows_per_group == 2) return launch_short_rows_lanes<T, 2, Index>(d, out, src, stream);
+    return launch_short_rows_lanes<T, 1, Index>(d, out, src, stream);
+  }
   if (d.unroll == 8) return launch_rows_unrolled<T, 8, Index>(d, out, src, partials, stream);
   return launch_rows_unrolled<T, kUnroll, Index>(d, out, src, partials, stream);
 }
