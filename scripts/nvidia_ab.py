@@ -70,8 +70,8 @@ SOFTMAX_CONFIGS = [
     ("split2_kb512", {"SOFTMAX_SPLIT2_KB": 512}),
     ("no_twice", {"SOFTMAX_TWICE": 0}),  # rows_twice's rows to clusters / rows_split2
     ("twice_blocks1", {"SOFTMAX_TWICE_BLOCKS": 1}),
+    ("twice_blocks2", {"SOFTMAX_TWICE_BLOCKS": 2}),
     ("twice_blocks3", {"SOFTMAX_TWICE_BLOCKS": 3}),
-    ("twice_blocks4", {"SOFTMAX_TWICE_BLOCKS": 4}),
     ("min_blocks2", {"SOFTMAX_MIN_BLOCKS": 2}),
     ("slots4", {"SOFTMAX_SLOTS": 4}),
     ("waves1", {"SOFTMAX_WAVES": 1}),

@@ -203,8 +203,9 @@ softmax_split_apply_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Spli
 // second launch. (Rows in flight: blocks per SM x SMs; fewer of them keep
 // more of each row in L2, but one 512-thread block per SM ran 10% slower
 // than two: too few loads in flight.)
-// 512 threads with 4 vectors each in flight, 2 blocks per SM (at most 64
-// registers; OPRT_TUNE_SOFTMAX_TWICE_BLOCKS plans 1 to 4).
+// 512 threads with 4 vectors each in flight, 2 blocks resident per SM (at
+// most 64 registers); the grid holds 4 per SM (OPRT_TUNE_SOFTMAX_TWICE_BLOCKS:
+// 1 to 4), so a block that finishes early is replaced by a fresh one.
 constexpr int kTwiceThreads = 512;
 
 template <class T, class Index>

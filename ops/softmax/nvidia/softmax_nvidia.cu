@@ -337,18 +337,19 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     // 151936 bf16 1001-1004 us vs 1133-1142 with rows_cluster8); clusters of
     // 2 and 4 stay (2048 x 65536 float32 / bf16 425 / 231 us vs 426 / 234.5).
     // rows_twice: more than two rows per SM, a block per row reading it
-    // twice (the second time partly from L2), 2 blocks per SM. Faster than
-    // clusters holding the row in registers and than rows_split (H200,
-    // scripts/nvidia_ab.py: vocab 4096 x 151936 bf16 877-881 us vs 1001
-    // with rows_split2, 988 at one block per SM; float32 1788-1796 vs 1868;
-    // 2048 x 65536 float32 / bf16 390 / 201 vs 426 / 232 in clusters of 4 /
-    // 2, at one block per SM).
+    // twice (the second time partly from L2), a grid of 4 blocks per SM (2
+    // resident). Faster than clusters holding the row in registers and
+    // than rows_split2 (H200, scripts/nvidia_ab.py, us: vocab 4096 x 151936
+    // bf16 874 vs 1001 with rows_split2, 886 with a grid of 2 blocks per SM,
+    // 983-990 with 1; float32 1795 vs 1868-1877; 2048 x 65536 float32 / bf16
+    // 373 / 183 vs 426 / 232 in clusters of 4 / 2; 4096 x 40000 435 / 226 vs
+    // 663 / 361).
     if (tuned("SOFTMAX_TWICE", 1) == 1 && d->nrows > 2 * sms) {
       d->kind = Kind::kTwice;
       d->variant = "rows_twice";
       d->splits = 1;
       d->chunk = d->length;
-      d->grid = grid_for(d->nrows, static_cast<int>(std::clamp<int64_t>(tuned("SOFTMAX_TWICE_BLOCKS", 2), 1, 4)));
+      d->grid = grid_for(d->nrows, static_cast<int>(std::clamp<int64_t>(tuned("SOFTMAX_TWICE_BLOCKS", 4), 1, 4)));
       return d;
     }
     const int64_t max_cluster = tuned("SOFTMAX_CLUSTER_MAX", d->nrows <= sms ? kMaxCluster : 4);  // (1: none)
