@@ -72,6 +72,9 @@ SOFTMAX_CONFIGS = [
     ("twice_blocks1", {"SOFTMAX_TWICE_BLOCKS": 1}),
     ("twice_blocks2", {"SOFTMAX_TWICE_BLOCKS": 2}),
     ("twice_blocks3", {"SOFTMAX_TWICE_BLOCKS": 3}),
+    ("twice_512", {"SOFTMAX_TWICE_THREADS": 512}),  # (planned for rows of fewer than 4 rounds of 1024 threads)
+    ("twice_1024", {"SOFTMAX_TWICE_THREADS": 1024}),  # 1 block resident per SM: fewer rows in L2
+    ("twice_1024_grid1", {"SOFTMAX_TWICE_THREADS": 1024, "SOFTMAX_TWICE_BLOCKS": 1}),
     ("min_blocks2", {"SOFTMAX_MIN_BLOCKS": 2}),
     ("slots4", {"SOFTMAX_SLOTS": 4}),
     ("waves1", {"SOFTMAX_WAVES": 1}),

@@ -223,6 +223,9 @@ VARIANT_CASES = [
     ("softmax-rows-twice", "softmax", [(270, 40001)], "offset", {"dim": -1, "nvidia_variant": "rows_twice"}, None),
     ("softmax-rows-twice-one-block-per-sm", "softmax", [(300, 33000)], "contiguous",
      {"dim": -1, "tune": {"SOFTMAX_TWICE_BLOCKS": 1}, "nvidia_variant": "rows_twice"}, None),
+    # rows of 4+ rounds of 1024 threads' loads: 1024-thread blocks (float32 rows of 65536+)
+    ("softmax-rows-twice-1024-threads", "softmax", [(300, 70001)], "offset", {"dim": -1, "nvidia_variant": "rows_twice"},
+     None),
 
     # rows_block rows of at most 2 blocks per SM, more rows than the resident grid has blocks: rows
     # streamed through shared memory (nvidia: rows_stream)

@@ -204,12 +204,13 @@ softmax_split_apply_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Spli
 // more of each row in L2, but one 512-thread block per SM ran 10% slower
 // than two: too few loads in flight.)
 // 512 threads with 4 vectors each in flight, 2 blocks resident per SM (at
-// most 64 registers); the grid holds 4 per SM (OPRT_TUNE_SOFTMAX_TWICE_BLOCKS:
-// 1 to 4), so a block that finishes early is replaced by a fresh one.
+// most 64 registers), or 1024 threads and 1 block for rows of many rounds;
+// the grid holds two resident grids (OPRT_TUNE_SOFTMAX_TWICE_BLOCKS: 1 to
+// 4 blocks per SM), so a block that finishes early is replaced by a fresh one.
 constexpr int kTwiceThreads = 512;
 
-template <class T, class Index>
-__global__ void __launch_bounds__(kTwiceThreads, 2)
+template <class T, class Index, int kThreads>
+__global__ void __launch_bounds__(kThreads, 2048 / kThreads / 2)
 softmax_rows_twice_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args) {
   __shared__ Stats slots[kMaxWarps];
   for (int64_t row = blockIdx.x; row < args.nrows; row += gridDim.x) {

@@ -337,8 +337,8 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     // 151936 bf16 1001-1004 us vs 1133-1142 with rows_cluster8); clusters of
     // 2 and 4 stay (2048 x 65536 float32 / bf16 425 / 231 us vs 426 / 234.5).
     // rows_twice: more than two rows per SM, a block per row reading it
-    // twice (the second time partly from L2), a grid of 4 blocks per SM (2
-    // resident). Faster than clusters holding the row in registers and
+    // twice (the second time partly from L2), a grid of 4 blocks of 512
+    // per SM (2 resident). Faster than clusters holding the row in registers and
     // than rows_split2 (H200, scripts/nvidia_ab.py, us: vocab 4096 x 151936
     // bf16 874 vs 1001 with rows_split2, 886 with a grid of 2 blocks per SM,
     // 983-990 with 1; float32 1795 vs 1868-1877; 2048 x 65536 float32 / bf16
@@ -349,7 +349,16 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       d->variant = "rows_twice";
       d->splits = 1;
       d->chunk = d->length;
-      d->grid = grid_for(d->nrows, static_cast<int>(std::clamp<int64_t>(tuned("SOFTMAX_TWICE_BLOCKS", 4), 1, 4)));
+      // Rows of 4+ rounds of a 1024-thread block's loads take 1024 threads
+      // (one block per SM: half the rows in flight, more of each in L2):
+      // vocab float32 / bf16 1744 / 836 us vs 1788 / 876 with 512, 2048 x
+      // 65536 float32 356 vs 374; shorter rows ran slower so (4096 x 40000
+      // bf16 323 vs 225: a block's second round mostly idle). The grid
+      // holds two resident grids of blocks.
+      const int64_t twice_threads = tuned("SOFTMAX_TWICE_THREADS", vectors >= 4 * 1024 * 4 ? 1024 : kTwiceThreads);
+      d->block = twice_threads == 1024 ? 1024 : kTwiceThreads;
+      const int64_t per_sm = tuned("SOFTMAX_TWICE_BLOCKS", 2 * (2048 / d->block / 2));
+      d->grid = grid_for(d->nrows, static_cast<int>(std::clamp<int64_t>(per_sm, 1, 4)));
       return d;
     }
     const int64_t max_cluster = tuned("SOFTMAX_CLUSTER_MAX", d->nrows <= sms ? kMaxCluster : 4);  // (1: none)
@@ -520,7 +529,10 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
     const SplitArgs args{d.nrows, d.length, d.out_stride, d.splits, d.chunk, static_cast<Stats*>(workspace)};
     const OffsetCalc<2, Index> rows(d.rows);
     if (d.kind == Kind::kTwice) {
-      softmax_rows_twice_kernel<T, Index><<<d.grid, kTwiceThreads, 0, stream>>>(out, src, rows, args);
+      if (d.block == 1024)
+        softmax_rows_twice_kernel<T, Index, 1024><<<d.grid, 1024, 0, stream>>>(out, src, rows, args);
+      else
+        softmax_rows_twice_kernel<T, Index, kTwiceThreads><<<d.grid, kTwiceThreads, 0, stream>>>(out, src, rows, args);
       return check_launch("softmax_rows_twice_kernel");
     }
     if (d.kind == Kind::kSplit2) {
