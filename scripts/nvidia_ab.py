@@ -141,7 +141,7 @@ REDUCE_CONFIGS = [
     ("half_grid", {"REDUCE_SPLIT_ROUNDS": 1 << 30}),
     ("one_grid", {"REDUCE_SPLIT_QUARTERS": 4, "REDUCE_SPLIT_ROUNDS": 1 << 30}),
     ("splits_2grids", {"REDUCE_SPLIT_ROUNDS": 1}),
-    ("columns_one_grid", {"REDUCE_COLUMN_QUARTERS": 4}),  # planned for 16-bit since the eighth session
+    ("columns_one_grid", {"REDUCE_COLUMN_QUARTERS": 4}),  # planned for 16-bit
     ("columns_two_grids", {"REDUCE_COLUMN_QUARTERS": 8}),  # planned for float32
     ("columns_four_grids", {"REDUCE_COLUMN_QUARTERS": 16}),
     # sums over dim 0: tile width (threads across the columns) and task order
@@ -150,6 +150,10 @@ REDUCE_CONFIGS = [
     ("columns_tx128", {"REDUCE_COLUMN_TX": 128}),
     ("columns_tx256", {"REDUCE_COLUMN_TX": 256}),
     ("columns_tx256_one_grid", {"REDUCE_COLUMN_TX": 256, "REDUCE_COLUMN_QUARTERS": 4}),
+    # split columns aimed at whole waves of the blocks the registers allow, in whole rounds of loads
+    # (planned), or at grids of 8 blocks per SM (before the sixteenth session; quarters 4 / 8 as planned then)
+    ("columns_fit0", {"REDUCE_COLUMN_FIT": 0}),
+    ("columns_fit_q6", {"REDUCE_COLUMN_QUARTERS": 6}),
     # split sums: the finishing kernel launched after the first ends (before the fifteenth session)
     ("late_finish", {"REDUCE_EARLY_FINISH": 0}),
     # short rows: the rows kernel where rows_short is planned (the plan before rows_short), 2 rows per lane

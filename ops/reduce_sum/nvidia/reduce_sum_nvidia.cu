@@ -423,18 +423,32 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     d->rows_aligned =
         strides_aligned16(d->reduced, 0, element_size) && strides_aligned16(d->plane_layout, 1, element_size);
     const int64_t tiles = d->planes * d->col_tiles;
-    // Blocks to aim the splits at (in quarter grids, for A/B runs): 2 resident
-    // grids for float32, 1 for 16-bit, whose tiles are twice as many columns
-    // wide (H200, scripts/nvidia_ab.py, three runs: 8192^2 bf16 44.1 / 42.9 /
-    // 43.5 us at 1 grid vs 45.9 / 44.9 / 44.6 at 2; float32 79.2 / 78.2 / 78.6
-    // vs 75.1 / 72.9 / 72.8).
+    // Splits: whole waves of the blocks an SM holds (its registers allow 5
+    // of 256 threads), 2 for float32 and 1 for 16-bit, whose tiles are twice
+    // as many columns wide; each split whole rounds of the block's loads
+    // (TY x kUnroll rows). H200, scripts/nvidia_ab.py (sixteenth session),
+    // us: 8192^2 over dim 0 float32 68.4-68.6, bf16 39.6-39.7 vs 71.3 / 42.0-42.3
+    // aiming at 8 blocks per SM, which left a partial last wave (and rounding
+    // the splits up instead of down cost 4096 x 16384 bf16 45.7 vs 44.0).
+    // OPRT_TUNE_REDUCE_COLUMN_FIT=0 restores that aim (A/B), in quarter
+    // grids OPRT_TUNE_REDUCE_COLUMN_QUARTERS.
+    const bool fit = tuned("REDUCE_COLUMN_FIT", 1) != 0;
+    int64_t per_sm = 2048 / kColumnsThreads;
+    if (fit) {
+      dispatch_dtype(d->dtype, [&](auto type) {
+        dispatch_index(std::max(d->rows * d->reduced_numel, d->rows), [&](auto index) {
+          per_sm = resident_blocks_per_sm(reduce_columns_kernel<decltype(type), decltype(index)>, kColumnsThreads);
+        });
+      });
+    }
     const int64_t planned_quarters = element_size == 4 ? 8 : 4;
-    const int64_t target_blocks =
-        resident_threads() / kColumnsThreads * tuned("REDUCE_COLUMN_QUARTERS", planned_quarters) / 4;
+    const int64_t target_blocks = current_device_info().sm_count * std::max<int64_t>(1, per_sm) *
+                                  tuned("REDUCE_COLUMN_QUARTERS", planned_quarters) / 4;
     const int64_t min_rows_per_split = int64_t{d->ty} * kUnroll * 4;
     const int64_t max_splits = std::max<int64_t>(1, d->reduced_numel / min_rows_per_split);
-    d->splits = std::min(max_splits, ceil_div(target_blocks, tiles));
+    d->splits = std::min(max_splits, fit ? std::max<int64_t>(1, target_blocks / tiles) : ceil_div(target_blocks, tiles));
     d->split_len = ceil_div(d->reduced_numel, d->splits);
+    if (fit) d->split_len = ceil_div(d->split_len, d->ty * kUnroll) * d->ty * kUnroll;  // (fewer splits, never more)
     d->splits = ceil_div(d->reduced_numel, d->split_len);
     if (d->splits > 1) {
       d->variant += "_split";
