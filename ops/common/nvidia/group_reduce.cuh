@@ -1,5 +1,6 @@
-// Reductions across the threads that share one row: a group of TPR threads
-// (a power of two, 1..1024) that are consecutive in the block. Every thread
+// Reductions within a thread (tree_max, tree_sum) and across the threads
+// that share one row: a group of TPR threads (a power of two, 1..1024) that
+// are consecutive in the block. Every thread
 // of the group gets the same result, combined in a fixed order, so results
 // are bitwise reproducible.
 #ifndef OPRT_COMMON_NVIDIA_GROUP_REDUCE_CUH_
@@ -16,6 +17,26 @@ struct MaxOp {  // fmaxf drops NaN; callers let NaN reach the output through the
   __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
   __device__ __forceinline__ float identity() const { return -INFINITY; }
 };
+
+// Max and sum of a thread's N values (a power of two; v is overwritten) as
+// trees, in a fixed order: independent instructions, where a running max or
+// sum is a chain of N dependent ones (and a float sum is more accurate).
+template <int N>
+__device__ __forceinline__ float tree_max(float (&v)[N]) {
+#pragma unroll
+  for (int width = N / 2; width >= 1; width /= 2)
+#pragma unroll
+    for (int e = 0; e < width; ++e) v[e] = fmaxf(v[e], v[e + width]);
+  return v[0];
+}
+template <int N>
+__device__ __forceinline__ float tree_sum(float (&v)[N]) {
+#pragma unroll
+  for (int width = N / 2; width >= 1; width /= 2)
+#pragma unroll
+    for (int e = 0; e < width; ++e) v[e] += v[e + width];
+  return v[0];
+}
 
 // Shared memory needed by group_allreduce: one float per warp of the block.
 constexpr int kMaxWarps = 32;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda_check.cuh"
 
@@ -24,6 +25,19 @@ inline unsigned grid_for(int64_t tasks, int blocks_per_sm, int waves = 1) {
 // (scripts/launch_shapes.cu: float32 add 4.37 vs 4.13 TB/s on the H200).
 inline unsigned grid_one_shot(int64_t tasks) {
   return static_cast<unsigned>(std::clamp<int64_t>(tasks, 1, (int64_t{1} << 31) - 1));
+}
+
+// Calls f(std::integral_constant<int, N>{}) for N == n, a power of two from
+// kMin to kMax: how a planned group size (threads or lanes per row) picks
+// its kernel instance. Any other n is a planning bug and fails.
+template <int kMin, int kMax, class F>
+void visit_pow2(int n, const char* what, F&& f) {
+  if (n == kMin) return f(std::integral_constant<int, kMin>{});
+  if constexpr (kMin < kMax) {
+    return visit_pow2<kMin * 2, kMax>(n, what, f);
+  } else {
+    fail(OPRT_STATUS_INTERNAL_ERROR, "%s: %d is not a planned power of two", what, n);
+  }
 }
 
 // Launches kernel<<<grid, block, smem, stream>>>(args...) with one launch

@@ -78,24 +78,9 @@ struct RowsArgs {
 // A 16-byte vector's sum as a pairwise tree.
 template <class T>
 __device__ __forceinline__ float vector_sum(const Raw16& raw) {
-  constexpr int VEC = kVec16<T>;
-  float x[VEC];
+  float x[kVec16<T>];
   raw_to_floats<T>(raw, x);  // all-zero bits are 0.0 in every dtype
-#pragma unroll
-  for (int width = VEC / 2; width >= 1; width /= 2)
-#pragma unroll
-    for (int e = 0; e < width; ++e) x[e] += x[e + width];
-  return x[0];
-}
-
-// part[0] + ... + part[N - 1] as a pairwise tree (N a power of two; part is overwritten).
-template <int N>
-__device__ __forceinline__ float pairwise_sum(float (&part)[N]) {
-#pragma unroll
-  for (int width = N / 2; width >= 1; width /= 2)
-#pragma unroll
-    for (int u = 0; u < width; ++u) part[u] += part[u + width];
-  return part[0];
+  return tree_sum(x);
 }
 
 // Sums p[e0..e1) (stride 1) or p[(e0..e1) * stride] across the group's lanes.
@@ -128,7 +113,7 @@ __device__ __forceinline__ float sum_run(const T* p, int64_t e0, int64_t e1, int
 #pragma unroll
     for (int u = 0; u < U; ++u) part[u] += vector_sum<T>(raw[u]);
   }
-  acc += pairwise_sum(part);
+  acc += tree_sum(part);
   return acc;
 }
 
@@ -220,7 +205,7 @@ reduce_short_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, RowStr
       float part[kShortVectors];
 #pragma unroll
       for (int j = 0; j < kShortVectors; ++j) part[j] = vector_sum<T>(raw[r][j]);
-      const float sum = group_allreduce<LANES>(pairwise_sum(part), SumOp{}, nullptr);
+      const float sum = group_allreduce<LANES>(tree_sum(part), SumOp{}, nullptr);
       if (base + r * kGroups + group < rows && lane == 0) out[out_offsets[r]] = from_float<T>(sum);
     }
   }
@@ -549,17 +534,9 @@ void launch_rows_tpr(const ReduceSumNvidia& d, T* out, const T* src, float* part
 
 template <class T, int U, class Index>
 void launch_rows_unrolled(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
-  switch (d.tpr) {
-    case 1: return launch_rows_tpr<T, 1, U, Index>(d, out, src, partials, stream);
-    case 2: return launch_rows_tpr<T, 2, U, Index>(d, out, src, partials, stream);
-    case 4: return launch_rows_tpr<T, 4, U, Index>(d, out, src, partials, stream);
-    case 8: return launch_rows_tpr<T, 8, U, Index>(d, out, src, partials, stream);
-    case 16: return launch_rows_tpr<T, 16, U, Index>(d, out, src, partials, stream);
-    case 32: return launch_rows_tpr<T, 32, U, Index>(d, out, src, partials, stream);
-    case 64: return launch_rows_tpr<T, 64, U, Index>(d, out, src, partials, stream);
-    case 128: return launch_rows_tpr<T, 128, U, Index>(d, out, src, partials, stream);
-    default: return launch_rows_tpr<T, 256, U, Index>(d, out, src, partials, stream);
-  }
+  visit_pow2<1, kRowsBlock>(d.tpr, "reduce_sum rows: threads per output", [&](auto tpr) {
+    launch_rows_tpr<T, tpr.value, U, Index>(d, out, src, partials, stream);
+  });
 }
 
 template <class T, int LANES, int ROWS, class Index>
@@ -576,14 +553,9 @@ void launch_short_rows_shape(const ReduceSumNvidia& d, T* out, const T* src, cud
 
 template <class T, int ROWS, class Index>
 void launch_short_rows_lanes(const ReduceSumNvidia& d, T* out, const T* src, cudaStream_t stream) {
-  switch (d.short_lanes) {
-    case 1: return launch_short_rows_shape<T, 1, ROWS, Index>(d, out, src, stream);
-    case 2: return launch_short_rows_shape<T, 2, ROWS, Index>(d, out, src, stream);
-    case 4: return launch_short_rows_shape<T, 4, ROWS, Index>(d, out, src, stream);
-    case 8: return launch_short_rows_shape<T, 8, ROWS, Index>(d, out, src, stream);
-    case 16: return launch_short_rows_shape<T, 16, ROWS, Index>(d, out, src, stream);
-    default: return launch_short_rows_shape<T, 32, ROWS, Index>(d, out, src, stream);
-  }
+  visit_pow2<1, 32>(d.short_lanes, "reduce_sum rows_short: lanes per row", [&](auto lanes) {
+    launch_short_rows_shape<T, lanes.value, ROWS, Index>(d, out, src, stream);
+  });
 }
 
 template <class T, class Index>

@@ -48,24 +48,6 @@ __device__ __forceinline__ void update(Stats& st, const float (&x)[N]) {
   for (int e = 0; e < N; ++e) s += exp_or_zero(x[e], m);
   st = {m, s};
 }
-// Max and sum of N values (a power of two) as trees: independent
-// instructions, where a running max or sum is a chain of N dependent ones.
-template <int N>
-__device__ __forceinline__ float tree_max(float (&v)[N]) {
-#pragma unroll
-  for (int width = N / 2; width >= 1; width /= 2)
-#pragma unroll
-    for (int e = 0; e < width; ++e) v[e] = fmaxf(v[e], v[e + width]);
-  return v[0];
-}
-template <int N>
-__device__ __forceinline__ float tree_sum(float (&v)[N]) {
-#pragma unroll
-  for (int width = N / 2; width >= 1; width /= 2)
-#pragma unroll
-    for (int e = 0; e < width; ++e) v[e] += v[e + width];
-  return v[0];
-}
 // update() over U loaded vectors at once (vector u counts when ok[u]): one
 // rescale per round and short dependency chains. Written because Nsight
 // Compute showed the long-row stats pass latency-bound; on the H200 it ran

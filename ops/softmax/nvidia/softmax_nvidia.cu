@@ -477,15 +477,9 @@ void launch_rows_stream(const SoftmaxNvidia& d, T* out, const T* src, cudaStream
 // rows_warp: G threads per row (a power of two up to a warp).
 template <class T, int NV, class Index>
 void launch_rows_slots(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
-  switch (d.group) {
-    case 1: return launch_rows_group<T, 1, NV, Index>(d, out, src, stream);
-    case 2: return launch_rows_group<T, 2, NV, Index>(d, out, src, stream);
-    case 4: return launch_rows_group<T, 4, NV, Index>(d, out, src, stream);
-    case 8: return launch_rows_group<T, 8, NV, Index>(d, out, src, stream);
-    case 16: return launch_rows_group<T, 16, NV, Index>(d, out, src, stream);
-    case 32: return launch_rows_group<T, 32, NV, Index>(d, out, src, stream);
-    default: fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows: %d threads per row", d.group);
-  }
+  visit_pow2<1, 32>(d.group, "softmax rows_warp: threads per row", [&](auto group) {
+    launch_rows_group<T, group.value, NV, Index>(d, out, src, stream);
+  });
 }
 
 template <class T, int C, class Index>
