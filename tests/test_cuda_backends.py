@@ -253,6 +253,19 @@ VARIANT_CASES = [
 ]
 
 
+def _set_tune(tune, monkeypatch, request):
+    """Sets OPRT_TUNE_* overrides (ops/common/tuning.h) for one test: they
+    reach variants the planner keeps for other shapes. Descriptors read them
+    when created, so cached ones are dropped now and after the test."""
+    if not tune:
+        return
+    from operator_runtime._internal.operator import DESCRIPTOR_CACHE
+    for key, value in tune.items():
+        monkeypatch.setenv("OPRT_TUNE_" + key, str(value))
+    DESCRIPTOR_CACHE.clear()
+    request.addfinalizer(DESCRIPTOR_CACHE.clear)
+
+
 def _variant_input(shape, layout, dtype, seed):
     if layout == "transposed":
         return _randn(shape[::-1], dtype, seed).t()
@@ -283,12 +296,7 @@ def test_variant(cuda_backend, case, dt, record_property, monkeypatch, request):
     "tune" values are OPRT_TUNE_* overrides (ops/common/tuning.h) that reach
     variants the planner keeps for other shapes."""
     name, op, shapes, layout, params, out_dtype = case
-    if params.get("tune"):
-        from operator_runtime._internal.operator import DESCRIPTOR_CACHE
-        for key, value in params["tune"].items():
-            monkeypatch.setenv("OPRT_TUNE_" + key, str(value))
-        DESCRIPTOR_CACHE.clear()  # descriptors read the overrides when created...
-        request.addfinalizer(DESCRIPTOR_CACHE.clear)  # ...and later tests must not reuse them
+    _set_tune(params.get("tune", {}), monkeypatch, request)
     inputs = [_variant_input(s, layout if i == 0 or layout in ("offset", "transposed") else "contiguous", dt, 80 + i)
               for i, s in enumerate(shapes)]
     if op == "copy":
@@ -453,18 +461,14 @@ def _check_softmax_special_rows(out, src, msg):
     _check_softmax(out[finite.to(out.device)], src[finite.to(src.device)], -1, msg)
 
 
-@pytest.mark.parametrize("tune", [{}, {"SOFTMAX_RESIDENT": 0}], ids=["resident", "split"])
+@pytest.mark.parametrize("tune", [{}, {"SOFTMAX_RESIDENT": 0}, {"SOFTMAX_RESIDENT": 0, "SOFTMAX_SPLIT_LAUNCHES": 1}],
+                         ids=["resident", "split", "cooperative"])
 @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 def test_long_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, request):
     """-inf, +inf and NaN in rows split over many blocks, placed where whole
     chunks (and rounds) hold nothing but -inf: NaN rows where torch has them,
     and -inf counting as 0 even while a chunk's max is still -inf."""
-    from operator_runtime._internal.operator import DESCRIPTOR_CACHE
-
-    for key, value in tune.items():
-        monkeypatch.setenv("OPRT_TUNE_" + key, str(value))
-    DESCRIPTOR_CACHE.clear()
-    request.addfinalizer(DESCRIPTOR_CACHE.clear)
+    _set_tune(tune, monkeypatch, request)
     n = (1 << 20) + 5
     src = _randn((7, n), dt, 31)
     src[0, : n // 2] = -math.inf          # half the row's chunks are all -inf
@@ -479,6 +483,25 @@ def test_long_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, re
     _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, f"finite rows {tune}")
 
 
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_many_long_row_softmax_special_values(cuda_backend, dt):
+    """-inf, +inf and NaN in more than two long rows per SM (nvidia:
+    rows_twice, float32 rows of 70001 in 1024-thread blocks, a grid that
+    takes rows 264.. in a second pass; bf16 in 512-thread blocks), at the
+    ends of rows and in the rows a block takes second."""
+    rows, n = 300, 70001
+    src = _randn((rows, n), dt, 34)
+    for r in (1, 270):
+        src[r, 0] = math.nan                  # the first element NaN: NaN row
+        src[r + 1, n - 1] = math.inf          # the last element +inf: NaN row
+        src[r + 2] = -math.inf                # all -inf: NaN row
+        src[r + 3] = -math.inf
+        src[r + 3, n - 1] = 1.0               # one finite value, the last: 1 there, 0 elsewhere
+        src[r + 4, : n // 2] = -math.inf      # the first half -inf
+        src[r + 5, n - 5:] = 40.0             # the row's max among its last elements
+    _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, "many long rows")
+
+
 @pytest.mark.parametrize("tune", [{}, {"SOFTMAX_STREAM_BELOW": 64}, {"SOFTMAX_DENSE": 0, "SOFTMAX_STREAM": 0}],
                          ids=["planned", "streamed", "general"])
 @pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.bfloat16], ids=["float32", "float16", "bfloat16"])
@@ -487,12 +510,7 @@ def test_many_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, re
     planned dense or rows_stream, each block's later rows from its
     shared-memory buffers; told: rows_stream, or the general rows_block):
     NaN rows where torch has them, the others exact."""
-    from operator_runtime._internal.operator import DESCRIPTOR_CACHE
-
-    for key, value in tune.items():
-        monkeypatch.setenv("OPRT_TUNE_" + key, str(value))
-    DESCRIPTOR_CACHE.clear()
-    request.addfinalizer(DESCRIPTOR_CACHE.clear)
+    _set_tune(tune, monkeypatch, request)
     rows, n = 400, 16384
     src = _randn((rows, n), dt, 32)
     src[301] = -math.inf                  # all -inf: a NaN row
@@ -513,12 +531,7 @@ def test_odd_row_softmax_edge_values(cuda_backend, dt, tune, monkeypatch, reques
     and after its last 16-byte boundary take their own path, the kFlat
     form's edge elements, or told: the shifted slots): -inf/+inf/NaN and the
     row's largest values placed there; out of place and in place."""
-    from operator_runtime._internal.operator import DESCRIPTOR_CACHE
-
-    for key, value in tune.items():
-        monkeypatch.setenv("OPRT_TUNE_" + key, str(value))
-    DESCRIPTOR_CACHE.clear()
-    request.addfinalizer(DESCRIPTOR_CACHE.clear)
+    _set_tune(tune, monkeypatch, request)
     rows, n = 24, 12289  # row r starts r elements past a 16-byte boundary, modulo the vector width
     src = _randn((rows, n), dt, 33)
     src[1, 0] = math.nan                  # a leading element: NaN row
