@@ -106,19 +106,18 @@ __device__ __forceinline__ void write_chunk(T* q, const T* p, int64_t c0, int64_
       [&](int64_t i) { q[i * out_stride] = from_float<T>(exp_minus(to_float(p[i]), scale.m) * scale.s); });
 }
 
-// Where task t's chunk lies: its source and output rows and [c0, c1).
-template <class T, class Index>
+// Where task t's chunk lies: its row, the row's offsets in out and src, and
+// its elements [c0, c1) of the row.
+template <class Index>
 struct ChunkOf {
-  const T* p;
-  T* q;
-  int64_t row, c0, c1;
-  __device__ ChunkOf(T* out, const T* src, const OffsetCalc<2, Index>& rows, const SplitArgs& args, int64_t task) {
+  int64_t row, out_at, src_at, c0, c1;
+  __device__ ChunkOf(const OffsetCalc<2, Index>& rows, const SplitArgs& args, int64_t task) {
     row = task / args.splits;
     const int64_t split = task - row * args.splits;
     int64_t offsets[2];
     rows.get(static_cast<Index>(row), offsets);
-    p = src + offsets[1];
-    q = out + offsets[0];
+    out_at = offsets[0];
+    src_at = offsets[1];
     c0 = split * args.chunk;
     c1 = min(args.length, c0 + args.chunk);
   }
@@ -149,20 +148,20 @@ softmax_split_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs 
   const int64_t tasks = args.nrows * args.splits;
   const int64_t t0 = tasks * blockIdx.x / gridDim.x, t1 = tasks * (blockIdx.x + 1) / gridDim.x;
   for (int64_t task = t0; task < t1; ++task) {
-    const ChunkOf<T, Index> c(out, src, rows, args, task);
-    const Stats st = chunk_stats<T, U>(c.p, c.c0, c.c1, slots);
+    const ChunkOf<Index> c(rows, args, task);
+    const Stats st = chunk_stats<T, U>(src + c.src_at, c.c0, c.c1, slots);
     if (threadIdx.x == 0) args.partials[task] = st;
   }
   cg::this_grid().sync();
   int64_t merged_row = -1;
   Stats scale{};
   for (int64_t task = t1 - 1; task >= t0; --task) {
-    const ChunkOf<T, Index> c(out, src, rows, args, task);
+    const ChunkOf<Index> c(rows, args, task);
     if (c.row != merged_row) {  // the same for the whole block: block_merge may sync
       scale = row_scale(args.partials + c.row * args.splits, args.splits, slots);
       merged_row = c.row;
     }
-    write_chunk<T, U>(c.q, c.p, c.c0, c.c1, scale, args.out_stride);
+    write_chunk<T, U>(out + c.out_at, src + c.src_at, c.c0, c.c1, scale, args.out_stride);
   }
 }
 
@@ -179,8 +178,8 @@ softmax_split_stats_kernel(const T* src, OffsetCalc<2, Index> rows, SplitArgs ar
   allow_early_launch();
   const int64_t tasks = args.nrows * args.splits;
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
-    const ChunkOf<T, Index> c(nullptr, src, rows, args, task);
-    const Stats st = chunk_stats<T, 4>(c.p, c.c0, c.c1, slots);
+    const ChunkOf<Index> c(rows, args, task);
+    const Stats st = chunk_stats<T, 4>(src + c.src_at, c.c0, c.c1, slots);
     if (threadIdx.x == 0) args.partials[task] = st;
   }
 }
@@ -192,8 +191,8 @@ softmax_split_apply_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Spli
   wait_for_prior_grid();
   const int64_t tasks = args.nrows * args.splits;
   for (int64_t k = blockIdx.x; k < tasks; k += gridDim.x) {
-    const ChunkOf<T, Index> c(out, src, rows, args, tasks - 1 - k);
-    write_chunk<T, 4>(c.q, c.p, c.c0, c.c1, row_scale(args.partials + c.row * args.splits, args.splits, slots),
+    const ChunkOf<Index> c(rows, args, tasks - 1 - k);
+    write_chunk<T, 4>(out + c.out_at, src + c.src_at, c.c0, c.c1, row_scale(args.partials + c.row * args.splits, args.splits, slots),
                       args.out_stride);
   }
 }
@@ -203,20 +202,22 @@ softmax_split_apply_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Spli
 // second launch. (Rows in flight: blocks per SM x SMs; fewer of them keep
 // more of each row in L2, but one 512-thread block per SM ran 10% slower
 // than two: too few loads in flight.)
-// 512 threads with 4 vectors each in flight, 2 blocks resident per SM (at
-// most 64 registers), or 1024 threads and 1 block for rows of many rounds;
-// the grid holds two resident grids (OPRT_TUNE_SOFTMAX_TWICE_BLOCKS: 1 to
-// 4 blocks per SM), so a block that finishes early is replaced by a fresh one.
+// 512 threads with 4 vectors each in flight, or 1024 for rows of many
+// rounds; at most 64 registers, so 1024 threads' worth of blocks are
+// resident per SM. The planned grid holds two resident grids
+// (OPRT_TUNE_SOFTMAX_TWICE_BLOCKS: 1 to 4 blocks per SM), so a block that
+// finishes early is replaced by a fresh one.
 constexpr int kTwiceThreads = 512;
+constexpr int twice_resident_blocks(int threads) { return 1024 / threads; }
 
 template <class T, class Index, int kThreads>
-__global__ void __launch_bounds__(kThreads, 2048 / kThreads / 2)
+__global__ void __launch_bounds__(kThreads, twice_resident_blocks(kThreads))
 softmax_rows_twice_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args) {
   __shared__ Stats slots[kMaxWarps];
   for (int64_t row = blockIdx.x; row < args.nrows; row += gridDim.x) {
-    const ChunkOf<T, Index> c(out, src, rows, args, row);  // (args.splits == 1)
-    const Stats st = chunk_stats<T, 4>(c.p, c.c0, c.c1, slots);
-    write_chunk<T, 4>(c.q, c.p, c.c0, c.c1, Stats{st.m, 1.0f / st.s}, args.out_stride);
+    const ChunkOf<Index> c(rows, args, row);  // (args.splits == 1)
+    const Stats st = chunk_stats<T, 4>(src + c.src_at, c.c0, c.c1, slots);
+    write_chunk<T, 4>(out + c.out_at, src + c.src_at, c.c0, c.c1, Stats{st.m, 1.0f / st.s}, args.out_stride);
   }
 }
 

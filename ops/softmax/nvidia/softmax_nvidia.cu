@@ -332,18 +332,14 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
     }
     d->slots = kRowSlots;  // clusters and split rows hold 8 slots
     const int64_t threads8 = ceil_div(vectors, kRowSlots);
-    // Clusters of 8 only for rows no more than SMs: with more rows,
-    // rows_split ran faster (H200, scripts/nvidia_ab.py, two runs: 4096 x
-    // 151936 bf16 1001-1004 us vs 1133-1142 with rows_cluster8); clusters of
-    // 2 and 4 stay (2048 x 65536 float32 / bf16 425 / 231 us vs 426 / 234.5).
     // rows_twice: more than two rows per SM, a block per row reading it
-    // twice (the second time partly from L2), a grid of 4 blocks of 512
-    // per SM (2 resident). Faster than clusters holding the row in registers and
-    // than rows_split2 (H200, scripts/nvidia_ab.py, us: vocab 4096 x 151936
-    // bf16 874 vs 1001 with rows_split2, 886 with a grid of 2 blocks per SM,
-    // 983-990 with 1; float32 1795 vs 1868-1877; 2048 x 65536 float32 / bf16
-    // 373 / 183 vs 426 / 232 in clusters of 4 / 2; 4096 x 40000 435 / 226 vs
-    // 663 / 361).
+    // twice (the second time partly from L2). Faster than clusters holding
+    // the row in registers and than rows_split2 (H200, scripts/nvidia_ab.py,
+    // us, 512 threads: vocab 4096 x 151936 bf16 874 vs 1001 with
+    // rows_split2, 886 with a grid of one resident grid, 983-990 with one
+    // block per SM; float32 1795 vs 1868-1877; 2048 x 65536 float32 / bf16
+    // 373 / 183 vs 426 / 232 in clusters of 4 / 2; 4096 x 40000 435 / 226
+    // vs 663 / 361).
     if (tuned("SOFTMAX_TWICE", 1) == 1 && d->nrows > 2 * sms) {
       d->kind = Kind::kTwice;
       d->variant = "rows_twice";
@@ -357,10 +353,14 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       // holds two resident grids of blocks.
       const int64_t twice_threads = tuned("SOFTMAX_TWICE_THREADS", vectors >= 4 * 1024 * 4 ? 1024 : kTwiceThreads);
       d->block = twice_threads == 1024 ? 1024 : kTwiceThreads;
-      const int64_t per_sm = tuned("SOFTMAX_TWICE_BLOCKS", 2 * (2048 / d->block / 2));
+      const int64_t per_sm = tuned("SOFTMAX_TWICE_BLOCKS", 2 * twice_resident_blocks(d->block));
       d->grid = grid_for(d->nrows, static_cast<int>(std::clamp<int64_t>(per_sm, 1, 4)));
       return d;
     }
+    // Clusters of 8 only for rows no more than SMs: with more rows,
+    // rows_split ran faster (H200, scripts/nvidia_ab.py, two runs: 4096 x
+    // 151936 bf16 1001-1004 us vs 1133-1142 with rows_cluster8, before
+    // rows_twice took such rows); clusters of 2 and 4 stay.
     const int64_t max_cluster = tuned("SOFTMAX_CLUSTER_MAX", d->nrows <= sms ? kMaxCluster : 4);  // (1: none)
     for (int c = 2; c <= std::min<int64_t>(kMaxCluster, max_cluster); c *= 2) {
       if (ceil_div(threads8, c) <= max_block(kRowSlots)) {
