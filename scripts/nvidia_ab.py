@@ -63,7 +63,7 @@ SOFTMAX_CONFIGS = [
     ("split_tasks64", {"SOFTMAX_SPLIT_PER_BLOCK": 64}),
     ("split_tasks4", {"SOFTMAX_RESIDENT": 0, "SOFTMAX_SPLIT_PER_BLOCK": 4}),  # few long rows: 4 tasks per block
     # long rows: rows_split2 (two launches, planned) against the cooperative rows_split, its chunk size;
-    # rows_twice (many long rows, a block per row): off, also for cluster-sized rows, blocks per SM
+    # rows_twice (more than two long rows per SM, a block per row): off, blocks per SM in the grid, threads
     ("split_coop", {"SOFTMAX_SPLIT_LAUNCHES": 1}),
     ("split2_kb64", {"SOFTMAX_SPLIT2_KB": 64}),
     ("split2_kb256", {"SOFTMAX_SPLIT2_KB": 256}),
