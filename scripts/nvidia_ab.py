@@ -69,6 +69,8 @@ SOFTMAX_CONFIGS = [
     ("split2_kb256", {"SOFTMAX_SPLIT2_KB": 256}),
     ("split2_kb512", {"SOFTMAX_SPLIT2_KB": 512}),
     ("no_twice", {"SOFTMAX_TWICE": 0}),  # rows_twice's rows to clusters / rows_split2
+    ("twice_keep_l2", {"SOFTMAX_TWICE_EVICT_FIRST": 0}),  # rows_twice's write pass without evict_first
+    ("resident_keep_l2", {"SOFTMAX_RESIDENT_EVICT_FIRST": 0}),  # rows_resident's, the same
     ("twice_blocks1", {"SOFTMAX_TWICE_BLOCKS": 1}),
     ("twice_blocks2", {"SOFTMAX_TWICE_BLOCKS": 2}),
     ("twice_blocks3", {"SOFTMAX_TWICE_BLOCKS": 3}),
@@ -262,6 +264,7 @@ def main() -> None:
     parser.add_argument("--min-time", type=float, default=0.02)
     parser.add_argument("--configs", nargs="*", help="only these configurations (by name)")
     parser.add_argument("--cases", nargs="*", help="only cases whose name starts with one of these")
+    parser.add_argument("--dtypes", nargs="*", help="only these dtypes (of each case's)")
     args = parser.parse_args()
     timing = TimingConfig(min_time=args.min_time, max_reps=100)
     ceiling = copy_ceiling(timing)
@@ -270,7 +273,10 @@ def main() -> None:
         return [c for c in configs if not args.configs or c[0] in args.configs]
 
     def cases(table):
-        return [c for c in table if not args.cases or c[0].startswith(tuple(args.cases))]
+        picked = [c for c in table if not args.cases or c[0].startswith(tuple(args.cases))]
+        if args.dtypes:
+            picked = [(*c[:-1], tuple(d for d in c[-1] if d in args.dtypes)) for c in picked]
+        return [c for c in picked if c[-1]]
 
     if args.only in (None, "softmax"):
         run("softmax", cases(SOFTMAX_CASES), chosen(SOFTMAX_CONFIGS), timing, ceiling)

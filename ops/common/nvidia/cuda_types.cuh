@@ -82,6 +82,29 @@ __device__ __forceinline__ void store_raw(T* p, const Raw16& r) {  // p 16-byte 
                : "memory");
 }
 
+// Loads and stores that mark their L2 lines the first to evict (sm_80+):
+// for data a kernel is done with, so that it does not push out what the
+// kernel will read again. The policy is made once per thread.
+__device__ __forceinline__ uint64_t l2_evict_first_policy() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+template <class T>
+__device__ __forceinline__ Raw16 load_raw_evict_first(const T* p, uint64_t policy) {  // p 16-byte aligned
+  Raw16 r;
+  asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
+               : "l"(p), "l"(policy));
+  return r;
+}
+template <class T>
+__device__ __forceinline__ void store_raw_evict_first(T* p, const Raw16& r, uint64_t policy) {  // p 16-byte aligned
+  asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(r.w[0]), "r"(r.w[1]),
+               "r"(r.w[2]), "r"(r.w[3]), "l"(policy)
+               : "memory");
+}
+
 // A 16-byte copy from global to shared memory without a register
 // (cp.async, cached in L2 only): the first `bytes` (<= 16) are read, the rest
 // of the 16 zero-filled. Both addresses 16-byte aligned. Complete (and

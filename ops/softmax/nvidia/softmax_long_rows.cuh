@@ -21,14 +21,17 @@ namespace {
 struct SplitArgs {
   int64_t nrows, length, out_stride, splits, chunk;
   Stats* partials;  // [row][split]
+  bool evict_first = false;  // rows_twice, rows_resident: the write pass marks its lines first to leave L2
 };
 
 // Visits row elements [c0, c1) of p: the aligned vectors a round at a time
 // (U per thread, all loaded before round(raw, ok, at) sees them: vector u is
 // there when ok[u], at element at[u]) and the scalar ends one by one;
-// kReverse walks the rounds last to first.
-template <bool kReverse, int U, class T, class Round, class Scalar>
-__device__ __forceinline__ void visit_chunk(const T* p, int64_t c0, int64_t c1, Round&& round, Scalar&& scalar) {
+// kReverse walks the rounds last to first; kEvictFirst loads the vectors
+// under `policy` (l2_evict_first_policy).
+template <bool kReverse, int U, bool kEvictFirst = false, class T, class Round, class Scalar>
+__device__ __forceinline__ void visit_chunk(const T* p, int64_t c0, int64_t c1, Round&& round, Scalar&& scalar,
+                                            uint64_t policy = 0) {
   constexpr int VEC = kVec16<T>;
   const int64_t head = min(c1 - c0, elements_to_alignment(p + c0));
   const int64_t a = c0 + head, vectors = (c1 - a) / VEC, tail = a + vectors * VEC;
@@ -45,22 +48,30 @@ __device__ __forceinline__ void visit_chunk(const T* p, int64_t c0, int64_t c1, 
       const int64_t vu = v + int64_t{u} * blockDim.x;
       ok[u] = vu < vectors;
       at[u] = a + vu * VEC;
-      if (ok[u]) raw[u] = load_raw(p + at[u]);
+      if (ok[u]) raw[u] = kEvictFirst ? load_raw_evict_first(p + at[u], policy) : load_raw(p + at[u]);
     }
     round(raw, ok, at);
   }
 }
 
-// Writes exp(x - m) * r for the vector `raw` of row elements i.. of q.
-template <class T>
-__device__ __forceinline__ void write_scaled(T* q, int64_t i, const Raw16& raw, float m, float r, int64_t out_stride) {
+// Writes exp(x - m) * r for the vector `raw` of row elements i.. of q
+// (kEvictFirst: vectors stored under `policy`).
+template <class T, bool kEvictFirst = false>
+__device__ __forceinline__ void write_scaled(T* q, int64_t i, const Raw16& raw, float m, float r, int64_t out_stride,
+                                             uint64_t policy = 0) {
   constexpr int VEC = kVec16<T>;
   float x[VEC];
   raw_to_floats<T>(raw, x);
 #pragma unroll
   for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m) * r;
   if (out_stride == 1 && aligned16(q + i)) {
-    store_floats<VEC>(q + i, x);
+    if constexpr (kEvictFirst) {
+      Vec<T, VEC> v;
+      floats_to_vec(x, v);
+      store_raw_evict_first(q + i, to_raw(v), policy);
+    } else {
+      store_floats<VEC>(q + i, x);
+    }
   } else {
 #pragma unroll
     for (int e = 0; e < VEC; ++e) q[(i + e) * out_stride] = from_float<T>(x[e]);
@@ -93,17 +104,19 @@ __device__ __forceinline__ Stats row_scale(const Stats* part, int64_t splits, St
 
 // q[i] = exp(p[i] - m) * r over [c0, c1), walked last round first: it
 // starts on what the stats pass read last, the likeliest part still in L2.
-template <class T, int U>
+// kEvictFirst: the vectors loaded and stored marked first to leave L2.
+template <class T, int U, bool kEvictFirst = false>
 __device__ __forceinline__ void write_chunk(T* q, const T* p, int64_t c0, int64_t c1, Stats scale,
                                             int64_t out_stride) {
-  visit_chunk<true, U>(
+  const uint64_t policy = kEvictFirst ? l2_evict_first_policy() : 0;
+  visit_chunk<true, U, kEvictFirst>(
       p, c0, c1,
       [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
 #pragma unroll
         for (int u = 0; u < U; ++u)
-          if (ok[u]) write_scaled<T>(q, at[u], raw[u], scale.m, scale.s, out_stride);
+          if (ok[u]) write_scaled<T, kEvictFirst>(q, at[u], raw[u], scale.m, scale.s, out_stride, policy);
       },
-      [&](int64_t i) { q[i * out_stride] = from_float<T>(exp_minus(to_float(p[i]), scale.m) * scale.s); });
+      [&](int64_t i) { q[i * out_stride] = from_float<T>(exp_minus(to_float(p[i]), scale.m) * scale.s); }, policy);
 }
 
 // Where task t's chunk lies: its row, the row's offsets in out and src, and
@@ -217,7 +230,11 @@ softmax_rows_twice_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Split
   for (int64_t row = blockIdx.x; row < args.nrows; row += gridDim.x) {
     const ChunkOf<Index> c(rows, args, row);  // (args.splits == 1)
     const Stats st = chunk_stats<T, 4>(src + c.src_at, c.c0, c.c1, slots);
-    write_chunk<T, 4>(out + c.out_at, src + c.src_at, c.c0, c.c1, Stats{st.m, 1.0f / st.s}, args.out_stride);
+    const Stats scale{st.m, 1.0f / st.s};
+    if (args.evict_first)
+      write_chunk<T, 4, true>(out + c.out_at, src + c.src_at, c.c0, c.c1, scale, args.out_stride);
+    else
+      write_chunk<T, 4>(out + c.out_at, src + c.src_at, c.c0, c.c1, scale, args.out_stride);
   }
 }
 
@@ -306,17 +323,25 @@ softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitAr
   const float m = scale.m, r = scale.s;
   const auto write_scalar = [&](int64_t i) { q[i * args.out_stride] = from_float<T>(exp_minus(to_float(p[i]), m) * r); };
   for (int64_t i = c0 + threadIdx.x; i < a; i += blockDim.x) write_scalar(i);
-  visit_chunk<true, U>(
-      p, rest, c1,
-      [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
+  const auto write_pass = [&](auto evict_first) {
+    constexpr bool kEvictFirst = decltype(evict_first)::value;
+    const uint64_t policy = kEvictFirst ? l2_evict_first_policy() : 0;
+    visit_chunk<true, U, kEvictFirst>(
+        p, rest, c1,
+        [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
 #pragma unroll
-        for (int u = 0; u < U; ++u)
-          if (ok[u]) write_scaled<T>(q, at[u], raw[u], m, r, args.out_stride);
-      },
-      write_scalar);
+          for (int u = 0; u < U; ++u)
+            if (ok[u]) write_scaled<T, kEvictFirst>(q, at[u], raw[u], m, r, args.out_stride, policy);
+        },
+        write_scalar, policy);
 #pragma unroll 4
-  for (int64_t v = threadIdx.x; v < cached; v += kResidentThreads)
-    write_scaled<T>(q, a + v * VEC, cache[v], m, r, args.out_stride);
+    for (int64_t v = threadIdx.x; v < cached; v += kResidentThreads)
+      write_scaled<T, kEvictFirst>(q, a + v * VEC, cache[v], m, r, args.out_stride, policy);
+  };
+  if (args.evict_first)
+    write_pass(std::true_type{});
+  else
+    write_pass(std::false_type{});
 #else
   __trap();  // planned only on sm_90 and newer
 #endif

@@ -24,7 +24,8 @@
 //   rows_split2  the same passes as two launches of a block per (row,
 //            chunk) task, the second launched early (sm_90)
 //   rows_twice  many long rows: a block per row reads it twice, the second
-//            time (walking backwards) partly from L2; no workspace
+//            time (walking backwards) partly from L2, marking what it
+//            reads and writes first to leave L2; no workspace
 //   rows_resident  the same for no more rows than SMs and up to 96 MB
 //            (sm_90), each chunk's first ~224 KB kept in shared memory
 //            between the passes
@@ -78,6 +79,7 @@ struct SoftmaxNvidia : oprt_descriptor {
   bool dense = false;       // rows (a block or group per row): rows back to back in both tensors
   bool flat = true;         // dense shifted rows of a block each: the kFlat form (A/B: OPRT_TUNE_SOFTMAX_FLAT=0)
   int64_t splits = 1, chunk = 0;
+  bool evict_first = false; // twice, resident: the write pass marks its lines first to leave L2
   unsigned grid = 0;        // split, resident: the cooperative grid
   int64_t cache_vectors = 0;  // resident: 16-byte vectors of shared memory per block
   int ahead = kMaxPieces;     // resident: bulk copies in flight at a time
@@ -120,6 +122,10 @@ void plan_resident(SoftmaxNvidia& d, int vec) {
       const int64_t room = static_cast<int64_t>(bytes / 16);
       d.cache_vectors = std::clamp<int64_t>(tuned("SOFTMAX_RESIDENT_CACHE", room), 0, room);
       d.ahead = static_cast<int>(std::clamp<int64_t>(tuned("SOFTMAX_RESIDENT_AHEAD", 3), 1, kMaxPieces));
+      // The write pass marked first to leave L2, as in rows_twice: the rest
+      // of a chunk stays longer (H200: 4 x 4M bf16 29.1 vs 31.3 us, 5 x
+      // 3M+7 bf16 28.6 vs 30.5; float32 49.4 vs 49.9).
+      d.evict_first = tuned("SOFTMAX_RESIDENT_EVICT_FIRST", 1) == 1;
     });
   });
   // At most one chunk per block, each at least a round of the block's loads.
@@ -355,6 +361,13 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       d->block = twice_threads == 1024 ? 1024 : kTwiceThreads;
       const int64_t per_sm = tuned("SOFTMAX_TWICE_BLOCKS", 2 * twice_resident_blocks(d->block));
       d->grid = grid_for(d->nrows, static_cast<int>(std::clamp<int64_t>(per_sm, 1, 4)));
+      // The write pass loads and stores marked first to leave L2, so they
+      // push out less of the rows other blocks will read again (H200,
+      // scripts/nvidia_ab.py, us, two rounds: vocab 4096 x 151936 float32
+      // 1712 vs 1726-1744, bf16 815-830 vs 836; 2048 x 65536 337-343 /
+      // 173-174 vs 356 / 180-182; 4096 x 40000 float32 402-404 vs 433-438,
+      // bf16 225-229 vs 227).
+      d->evict_first = tuned("SOFTMAX_TWICE_EVICT_FIRST", 1) == 1;
       return d;
     }
     // Clusters of 8 only for rows no more than SMs: with more rows,
@@ -520,7 +533,8 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
     }
   }
   if (d.kind == Kind::kSplit || d.kind == Kind::kSplit2 || d.kind == Kind::kTwice || d.kind == Kind::kResident) {
-    const SplitArgs args{d.nrows, d.length, d.out_stride, d.splits, d.chunk, static_cast<Stats*>(workspace)};
+    const SplitArgs args{d.nrows, d.length, d.out_stride, d.splits, d.chunk, static_cast<Stats*>(workspace),
+                         d.evict_first};
     const OffsetCalc<2, Index> rows(d.rows);
     if (d.kind == Kind::kTwice) {
       if (d.block == 1024)
