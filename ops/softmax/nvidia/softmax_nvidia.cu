@@ -92,6 +92,7 @@ struct SoftmaxNvidia : oprt_descriptor {
 
 constexpr int kRowSlots = 8;  // 16-byte vectors of a row kept in registers per thread
 constexpr int kMaxCluster = 8;             // the portable thread block cluster size
+constexpr int kMaxColumnCluster = 16;      // columns_cluster: the largest (non-portable) cluster
 
 // The shared memory a resident block holds its chunk in (on the current device).
 template <class T, class Index>
@@ -195,20 +196,6 @@ void plan_stream(SoftmaxNvidia& d, bool aligned_rows, int vec) {
   d.variant = "rows_stream";
 }
 
-// Calls f(C) (an integral constant) for a columns_cluster plan's blocks per tile.
-template <class F>
-void visit_column_cluster(int c, F f) {
-  using std::integral_constant;
-  switch (c) {
-    case 1: return f(integral_constant<int, 1>{});
-    case 2: return f(integral_constant<int, 2>{});
-    case 4: return f(integral_constant<int, 4>{});
-    case 8: return f(integral_constant<int, 8>{});
-    case 16: return f(integral_constant<int, 16>{});
-    default: fail(OPRT_STATUS_INTERNAL_ERROR, "softmax columns: a cluster of %d blocks", c);
-  }
-}
-
 // Turns a columns plan into columns_cluster where it applies: sm_90 and
 // newer, contiguous columns, every row of a tile 16-byte aligned (the bases
 // are checked at execute), and a tile's rows fit in the shared memory of at
@@ -228,7 +215,8 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
   const int64_t planned_tx = element_size == 4 ? 8 : 4;
   const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_TX", planned_tx)), 1, 32);
   const int tx = static_cast<int>(std::min<int64_t>(max_tx, ceil_pow2(ceil_div(d.columns, vec))));
-  const int64_t max_c = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_MAX", 16)), 1, 16);
+  const int64_t max_c =
+      std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_MAX", kMaxColumnCluster)), 1, kMaxColumnCluster);
   const int64_t col_tiles = ceil_div(d.columns, int64_t{tx} * vec);
   const int64_t tiles = d.planes * col_tiles;
   dispatch_dtype(d.dtype, [&](auto type) {
@@ -241,9 +229,9 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
         if (smem > static_cast<size_t>(tuned("SOFTMAX_COLUMN_CLUSTER_KB", 100) << 10)) continue;
         if (tiles * c < current_device_info().sm_count) continue;  // a larger cluster, more blocks
         if (tiles * c > INT32_MAX) return;
-        visit_column_cluster(c, [&](auto cc) {
+        visit_pow2<1, kMaxColumnCluster>(c, "softmax columns_cluster: blocks per tile", [&](auto cc) {
           constexpr auto kernel = softmax_columns_cluster_kernel<T, cc.value, Index>;
-          if (cc.value > 8) allow_large_clusters<kernel>();
+          if (cc.value > kMaxCluster) allow_large_clusters<kernel>();
           if (opt_in_dynamic_smem<kernel>() < smem || resident_clusters(kernel, c, kColumnsThreads, smem) == 0) return;
           d.column_cluster = c;
         });
@@ -513,11 +501,10 @@ void launch_combine(Stats* partials, int64_t groups, int64_t splits, int64_t wid
 template <class T, class Index>
 void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaStream_t stream) {
   if (d.kind == Kind::kRows) {
-    switch (d.cluster) {
-      case 2: return launch_rows_cluster<T, 2, Index>(d, out, src, stream);
-      case 4: return launch_rows_cluster<T, 4, Index>(d, out, src, stream);
-      case 8: return launch_rows_cluster<T, 8, Index>(d, out, src, stream);
-      default: break;
+    if (d.cluster > 1) {  // rows_cluster<C>
+      return visit_pow2<2, kMaxCluster>(d.cluster, "softmax rows_cluster: blocks per row", [&](auto c) {
+        launch_rows_cluster<T, c.value, Index>(d, out, src, stream);
+      });
     }
     if (d.group == 0) {  // a block per row
       // rows_stream bulk-copies rows, which must start 16-byte aligned; else rows_block.
@@ -562,9 +549,9 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
                        out, src, OffsetCalc<2, Index>(d.rows), args);
   }
   if (d.column_cluster && aligned16(out) && aligned16(src)) {
-    return visit_column_cluster(d.column_cluster, [&](auto c) {
+    return visit_pow2<1, kMaxColumnCluster>(d.column_cluster, "softmax columns_cluster: blocks per tile", [&](auto c) {
       constexpr auto kernel = softmax_columns_cluster_kernel<T, c.value, Index>;
-      if (c.value > 8) allow_large_clusters<kernel>();  // on this device (the descriptor may be another's)
+      if (c.value > kMaxCluster) allow_large_clusters<kernel>();  // on this device (the descriptor may be another's)
       const size_t smem = columns_cluster_smem<T>(d.cluster_chunk, d.cluster_tx);
       if (opt_in_dynamic_smem<kernel>() < smem)
         fail(OPRT_STATUS_INTERNAL_ERROR, "softmax columns_cluster: %zu bytes of shared memory per block", smem);
