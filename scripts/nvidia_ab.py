@@ -4,8 +4,11 @@ the result against a float64 torch reference (NaN-poisoned output), and
 times it with the benchmark harness (CUDA events, L2 flushed before every
 call) beside torch, measured once per case.
 
-    python3 scripts/nvidia_ab.py [--only softmax|reduce_sum|copy] [--configs NAME...] [--cases PREFIX...]
+    python3 scripts/nvidia_ab.py [--only softmax|reduce_sum|copy|add] [--configs NAME...] [--cases PREFIX...]
         [--min-time 0.02]
+
+add cases are contiguous out = a + b (the dense kernel); their check is
+bitwise equality with torch's add.
 
 copy cases are permuted (non-contiguous) sources copied into a contiguous
 out of the same dtype; their check is bitwise equality with torch's copy_.
@@ -119,11 +122,15 @@ REDUCE_CASES = [
     ("rows_131072x256", (131072, 256), -1, ("float32", "bfloat16")),
     ("rows_65536x512", (65536, 512), -1, ("float32", "bfloat16")),
     ("rows_262144x100", (262144, 100), -1, ("float32", "bfloat16")),  # bf16: not whole vectors, rows
+    ("medium_2048x2048", (2048, 2048), -1, ("float32", "bfloat16")),
+    ("medium_4096x4096", (4096, 4096), -1, ("float32", "bfloat16")),
     ("medium_8192x8192", (8192, 8192), -1, ("float32", "float16", "bfloat16")),
     ("large_16384x16384", (16384, 16384), -1, ("float32", "bfloat16")),
     ("long_4x4M", (4, 4 * 1024 * 1024), -1, ("float32", "bfloat16")),
     ("mid_1024x65536", (1024, 65536), -1, ("float32", "bfloat16")),  # 1 grid of 256-thread rows
     ("odd_16384x12289", (16384, 12289), -1, ("float32", "bfloat16")),
+    ("scalar_4M", (4 * 1024 * 1024,), None, ("float32", "bfloat16")),
+    ("long_4x1M", (4, 1024 * 1024), -1, ("float32", "bfloat16")),
     ("scalar_64M", (64 * 1024 * 1024,), None, ("float32", "bfloat16")),
     ("scalar_256M", (256 * 1024 * 1024,), None, ("float32", "bfloat16")),
     ("dim0_8192x8192", (8192, 8192), 0, ("float32", "bfloat16")),
@@ -139,6 +146,11 @@ REDUCE_CONFIGS = [
     ("unroll8_tpr32", {"REDUCE_UNROLL": 8, "REDUCE_MAX_TPR": 32}),
     ("waves1", {"REDUCE_WAVES": 1}),
     ("waves8", {"REDUCE_WAVES": 8}),
+    ("waves64", {"REDUCE_WAVES": 64}),  # about a block per task up to 16896 blocks
+    # one contiguous run per output: rows_dense (planned) against the general rows kernel, 4 / 8 vectors a thread
+    # (the unroll and tpr configs above apply to the rows kernel only)
+    ("rows_kernel", {"REDUCE_DENSE_ROWS": 0}),
+    ("rows_kernel_unroll8", {"REDUCE_DENSE_ROWS": 0, "REDUCE_UNROLL": 8}),
     # split rows / scalars at half a resident grid, one, two (the plan before the seventh session)
     ("half_grid", {"REDUCE_SPLIT_ROUNDS": 1 << 30}),
     ("one_grid", {"REDUCE_SPLIT_QUARTERS": 4, "REDUCE_SPLIT_ROUNDS": 1 << 30}),
@@ -156,8 +168,10 @@ REDUCE_CONFIGS = [
     # (planned), or at grids of 8 blocks per SM (before the sixteenth session; quarters 4 / 8 as planned then)
     ("columns_fit0", {"REDUCE_COLUMN_FIT": 0}),
     ("columns_fit_q6", {"REDUCE_COLUMN_QUARTERS": 6}),
-    # split sums: the finishing kernel launched after the first ends (before the fifteenth session)
+    # split sums: the finishing kernel launched after the first ends (before the fifteenth session); a warp
+    # per row adding the partials (before the eighteenth)
     ("late_finish", {"REDUCE_EARLY_FINISH": 0}),
+    ("finish_warp", {"REDUCE_FINISH_THREADS": 32}),
     # short rows: the rows kernel where rows_short is planned (the plan before rows_short), 2 rows per lane
     # group, a grid of 2 resident grids striding over the rows instead of a block per task
     ("old_rows", {"REDUCE_SHORT_ROWS": 0}),
@@ -181,6 +195,25 @@ COPY_CONFIGS = [
     ("vec_16bit_only", {"COPY_TRANSPOSE_VEC": 1}),  # float32 on transpose_tiled
 ]
 
+# vector_add: (name, shape, None, dtypes); contiguous operands (the dense kernel)
+ADD_CASES = [
+    ("tiny_4096", (4096,), None, ("float32", "float16", "bfloat16")),
+    ("64K", (65536,), None, ("float32", "bfloat16")),
+    ("256K", (262144,), None, ("float32", "bfloat16")),
+    ("1M", (1 << 20,), None, ("float32", "float16", "bfloat16")),
+    ("odd_1000003", (1000003,), None, ("float32", "float16", "bfloat16")),
+    ("4M", (4 << 20,), None, ("float32", "bfloat16")),
+    ("16M", (16 << 20,), None, ("float32", "bfloat16")),
+    ("64M", (64 << 20,), None, ("float32", "bfloat16")),
+    ("256M", (256 << 20,), None, ("float32", "bfloat16")),
+]
+ADD_CONFIGS = [  # vectors per thread of the dense kernel (128-thread blocks, one per 128 x U vectors)
+    ("planned", {}),
+    ("dense_u1", {"DENSE_UNROLL": 1}),
+    ("dense_u2", {"DENSE_UNROLL": 2}),
+    ("dense_u4", {"DENSE_UNROLL": 4}),
+]
+
 
 def set_config(values: dict) -> None:
     for key in [k for k in os.environ if k.startswith("OPRT_TUNE_")]:
@@ -201,7 +234,14 @@ def run(op: str, cases, configs, timing: TimingConfig, ceiling_tbps: float) -> N
                 dtype = getattr(torch, dtype_name)
                 gen = torch.Generator(device="cuda").manual_seed(1)
                 x = torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
-                if op == "copy":
+                if op == "add":
+                    y = torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
+                    out = torch.full_like(x, float("nan"))
+                    prepared = oprt.prepare_vector_add(out, x, y, backend="nvidia")
+                    reference_out = torch.empty_like(out)
+                    reference = lambda: torch.add(x, y, out=reference_out)  # noqa: E731
+                    nbytes = 3 * x.numel() * x.element_size()
+                elif op == "copy":
                     src = x.permute(dim)
                     out = torch.full(src.shape, float("nan"), device="cuda", dtype=dtype)
                     prepared = oprt.prepare_copy(out, src, backend="nvidia")
@@ -221,7 +261,10 @@ def run(op: str, cases, configs, timing: TimingConfig, ceiling_tbps: float) -> N
                     nbytes = x.numel() * x.element_size() + out.numel() * out.element_size()
                 prepared.run()
                 torch.cuda.synchronize()
-                if op == "copy":
+                if op == "add":
+                    want = x + y
+                    ok = torch.equal(out, want)
+                elif op == "copy":
                     want = src.contiguous()  # torch's copy; compared bit for bit (NaN payloads too)
                     bits = torch.int32 if dtype == torch.float32 else torch.int16
                     ok = torch.equal(out.view(bits), want.view(bits))
@@ -249,6 +292,8 @@ def run(op: str, cases, configs, timing: TimingConfig, ceiling_tbps: float) -> N
                 del x, out, prepared, want
                 if op == "copy":
                     del src, reference_out
+                if op == "add":
+                    del y, reference_out
 
 
 def copy_ceiling(timing: TimingConfig) -> float:
@@ -260,7 +305,7 @@ def copy_ceiling(timing: TimingConfig) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("softmax", "reduce_sum", "copy"))
+    parser.add_argument("--only", choices=("softmax", "reduce_sum", "copy", "add"))
     parser.add_argument("--min-time", type=float, default=0.02)
     parser.add_argument("--configs", nargs="*", help="only these configurations (by name)")
     parser.add_argument("--cases", nargs="*", help="only cases whose name starts with one of these")
@@ -284,6 +329,8 @@ def main() -> None:
         run("reduce_sum", cases(REDUCE_CASES), chosen(REDUCE_CONFIGS), timing, ceiling)
     if args.only in (None, "copy"):
         run("copy", cases(COPY_CASES), chosen(COPY_CONFIGS), timing, ceiling)
+    if args.only in (None, "add"):
+        run("add", cases(ADD_CASES), chosen(ADD_CONFIGS), timing, ceiling)
 
 
 if __name__ == "__main__":

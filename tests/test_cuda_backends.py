@@ -131,9 +131,17 @@ VARIANT_CASES = [
     ("add-dense-unaligned", "vector_add", [(100003,), (100003,)], "offset", {}, None),
     ("add-rows-broadcast", "vector_add", [(512, 1000), (1000,)], "contiguous", {}, None),
     ("add-strided", "vector_add", [(700, 300), (700, 300)], "transposed", {}, None),
-    ("sum-rows", "reduce_sum", [(512, 4096)], "contiguous", {"dim": -1}, None),
-    ("sum-rows-split", "reduce_sum", [(2, 1 << 20)], "contiguous", {"dim": -1}, None),
-    ("sum-all-split", "reduce_sum", [(1 << 22,)], "contiguous", {"dim": None}, None),
+    # one contiguous run per output (nvidia: rows_dense), split over blocks; several runs per output: rows
+    ("sum-rows", "reduce_sum", [(512, 4096)], "contiguous", {"dim": -1, "nvidia_variant": "rows_dense"}, None),
+    ("sum-rows-split", "reduce_sum", [(2, 1 << 20)], "contiguous",
+     {"dim": -1, "nvidia_variant": "rows_dense_split"}, None),
+    ("sum-all-split", "reduce_sum", [(1 << 22,)], "contiguous", {"dim": None, "nvidia_variant": "rows_dense_split"},
+     None),
+    ("sum-runs", "reduce_sum", [(2, 8192, 1024)], "contiguous", {"dim": (0, 2), "nvidia_variant": "rows"}, None),
+    ("sum-runs-split", "reduce_sum", [(64, 2, 4096)], "contiguous", {"dim": (0, 2), "nvidia_variant": "rows_split"},
+     None),
+    ("sum-rows-dense-off", "reduce_sum", [(512, 4096)], "contiguous",
+     {"dim": -1, "tune": {"REDUCE_DENSE_ROWS": 0}, "nvidia_variant": "rows"}, None),
     ("sum-rows-unaligned", "reduce_sum", [(33, 1001)], "offset", {"dim": -1}, None),
     ("sum-strided", "reduce_sum", [(300, 2000)], "transposed", {"dim": 0}, None),
     ("sum-columns", "reduce_sum", [(4096, 1000)], "contiguous", {"dim": 0}, None),
@@ -162,15 +170,16 @@ VARIANT_CASES = [
     ("sum-rows-short-unaligned-base", "reduce_sum", [(1001, 128)], "offset", {"dim": -1, "nvidia_variant": "rows_short"},
      None),
     # rows not whole vectors long (16-bit), row starts 2 elements off 16-byte steps, longer rows, or
-    # turned off: rows
+    # turned off: rows_dense
     ("sum-rows-short-odd-length", "reduce_sum", [(1001, 100)], "contiguous",
-     {"dim": -1, "nvidia_variant": {"float32": "rows_short", "float16": "rows", "bfloat16": "rows"}}, None),
-    ("sum-rows-short-shifted", "reduce_sum", [(1001, 128)], "shifted-rows", {"dim": -1, "nvidia_variant": "rows"},
+     {"dim": -1, "nvidia_variant": {"float32": "rows_short", "float16": "rows_dense", "bfloat16": "rows_dense"}},
      None),
-    ("sum-rows-short-too-long", "reduce_sum", [(1001, 1024)], "contiguous", {"dim": -1, "nvidia_variant": "rows"},
-     None),
+    ("sum-rows-short-shifted", "reduce_sum", [(1001, 128)], "shifted-rows",
+     {"dim": -1, "nvidia_variant": "rows_dense"}, None),
+    ("sum-rows-short-too-long", "reduce_sum", [(1001, 1024)], "contiguous",
+     {"dim": -1, "nvidia_variant": "rows_dense"}, None),
     ("sum-rows-short-off", "reduce_sum", [(4096, 128)], "contiguous",
-     {"dim": -1, "tune": {"REDUCE_SHORT_ROWS": 0}, "nvidia_variant": "rows"}, None),
+     {"dim": -1, "tune": {"REDUCE_SHORT_ROWS": 0}, "nvidia_variant": "rows_dense"}, None),
     ("softmax-rows-warp", "softmax", [(4096, 100)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-warp-unaligned", "softmax", [(333, 37)], "offset", {"dim": -1}, None),
     # rows back to back, whole vectors long (nvidia: the dense kernels); sliced rows, an
@@ -317,7 +326,7 @@ def test_variant(cuda_backend, case, dt, record_property, monkeypatch, request):
         _check_add(oprt.vector_add(a, b, backend=cuda_backend), a, b, f"{name}: vector_add()")
     elif op == "reduce_sum":
         src, dim = inputs[0], params["dim"]
-        dims = None if dim is None else (dim % src.dim(),)
+        dims = None if dim is None else tuple(d % src.dim() for d in (dim if isinstance(dim, tuple) else (dim,)))
         result = oprt.reduce_sum(src, dim, backend=cuda_backend)
         out = torch.full(result.shape, float("nan"), dtype=dt, device="cuda")
         with oprt.prepare_reduce_sum(out, src, dim, backend=cuda_backend) as prepared:

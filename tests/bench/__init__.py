@@ -140,6 +140,10 @@ def run_case(bench: OpBench, case: BenchCase, backend: str, device, ceiling_gbps
            "torch": lambda: bench.torch_out(torch_out, inputs, case)}
     if torch_compile and cuda:
         try:
+            # Every case compiles afresh: dynamo keeps one cache per function,
+            # and past its recompile limit (8) it silently runs the function
+            # eagerly, which made later cases' "compile" column torch eager.
+            torch._dynamo.reset()
             compiled = torch.compile(bench.torch_functional(case), dynamic=False)
             compiled(*inputs)
             fns["compile"] = lambda: compiled(*inputs)

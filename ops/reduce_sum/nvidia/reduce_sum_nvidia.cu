@@ -7,6 +7,8 @@
 //   columns   the outputs are contiguous in src (a sum over a non-last dim):
 //             threads along the outputs with vectors, the reduced dim spread
 //             over the block's other axis and combined in shared memory
+//   rows_dense  `rows` where every output is one contiguous run: a leaner
+//             kernel with 8 vectors in flight per thread
 //   rows_short  short rows (at most 32 lanes of 2 vectors), 16-byte aligned
 //             and whole vectors long: the fewest lanes that take a row in
 //             one round, no head, no loop, a block per task (a misaligned
@@ -67,6 +69,8 @@ struct ReduceSumNvidia : oprt_descriptor {
   int64_t columns = 0, col_tiles = 0, planes = 0, reduced_numel = 0;
   int64_t splits = 1, split_len = 0;
   bool early_finish = true;      // split: launch the finishing kernel early (A/B: OPRT_TUNE_REDUCE_EARLY_FINISH=0)
+  bool dense_rows = false;       // rows: one contiguous run per output, reduce_dense_rows_kernel
+  int finish_threads = 32;       // split rows: threads per row in finish_rows_kernel
 };
 
 // ---- rows -------------------------------------------------------------------
@@ -153,6 +157,69 @@ __global__ void reduce_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> ke
   }
 }
 
+// Row offsets where the kept dims are at most one (rows_dense, rows_short).
+struct RowStrides {
+  bool used;         // the kept dims are at most one: offsets are row * stride
+  int64_t out, src;  // that dim's strides
+};
+
+// ---- rows_dense -------------------------------------------------------------
+// Every output's reduced elements one contiguous run (runs == 1, stride 1):
+// the rows kernel without its run loop and strided path, always 8 vectors in
+// flight per thread, 4 blocks of 256 threads per SM (<= 64 registers). The
+// row offset is one multiply where the kept dims are at most one, and out's
+// offset is found again after the sum instead of held across it. H200,
+// scripts/nvidia_ab.py (us, against `rows` with 4 vectors a thread): 8192^2
+// fp16 34.9 vs 36.2, float32 64.2 vs 65.3; 4096^2 bf16 13.1 vs 13.6;
+// 1024 x 65536 bf16 34.8 vs 36.1; 4 x 4M float32 (split) 21.7 vs 23.0. The
+// same kernel held to 32 registers (8 blocks per SM, 4 vectors a thread)
+// was 1.3-1.5x slower: at 32 registers the compiler converts the first
+// vectors before the last loads issue; loads under an L2 evict_first policy
+// changed little (0.5% better on the split sums, 1-8% worse on rows).
+struct DenseRowsArgs {
+  int64_t rows, run_length, splits, split_len;
+  float* partials;  // splits > 1: one float per (row, split)
+};
+
+template <class Index>
+__device__ __forceinline__ int64_t kept_offset(const OffsetCalc<2, Index>& kept, RowStrides strides, int64_t row,
+                                               int operand) {
+  if (strides.used) return row * (operand == 0 ? strides.out : strides.src);
+  int64_t offsets[2];
+  kept.get(static_cast<Index>(row), offsets);
+  return offsets[operand];
+}
+
+constexpr int kDenseUnroll = 8;
+constexpr int kDenseMinRounds = 2;  // (the plan's kMinRounds for rows_dense)
+
+template <class T, int TPR, class Index>
+__global__ void __launch_bounds__(kRowsBlock, 1024 / kRowsBlock)
+reduce_dense_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, RowStrides row_strides,
+                         DenseRowsArgs args) {
+  __shared__ float slots[kMaxWarps];
+  allow_early_launch();  // (the finishing kernel waits for this whole grid anyway)
+  constexpr int kGroups = kRowsBlock / TPR;
+  const int group = threadIdx.x / TPR, lane = threadIdx.x % TPR;
+  const int64_t tasks = args.rows * args.splits;
+  // The loop bound is the same for the whole block: group_allreduce may sync.
+  for (int64_t base = int64_t{blockIdx.x} * kGroups; base < tasks; base += int64_t{gridDim.x} * kGroups) {
+    const int64_t task = base + group;
+    float acc = 0.0f;
+    if (task < tasks) {
+      const int64_t row = args.splits == 1 ? task : task / args.splits;
+      const int64_t e0 = (task - row * args.splits) * args.split_len;
+      const T* row_src = src + kept_offset(kept, row_strides, row, 1);
+      acc = sum_run<T, TPR, kDenseUnroll>(row_src, e0, min(args.run_length, e0 + args.split_len), 1, lane);
+    }
+    acc = group_allreduce<TPR>(acc, SumOp{}, slots);
+    if (task < tasks && lane == 0) {
+      if (args.splits == 1) out[kept_offset(kept, row_strides, task, 0)] = from_float<T>(acc);
+      else args.partials[task] = acc;
+    }
+  }
+}
+
 // ---- rows_short -------------------------------------------------------------
 // Many short rows, each starting 16-byte aligned and `vectors` whole 16-byte
 // vectors long (vectors <= LANES * kShortVectors): LANES lanes per row, each
@@ -169,10 +236,6 @@ __global__ void reduce_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> ke
 // keeps to 32 registers, and the grid is a block per task, as in softmax's
 // rows_warp_dense, which measured faster so (the grid-stride loop runs again
 // only past 2^31 - 1 blocks or with OPRT_TUNE_REDUCE_SHORT_WAVES).
-struct RowStrides {
-  bool used;         // the kept dims are at most one: offsets are row * stride
-  int64_t out, src;  // that dim's strides
-};
 
 template <class T, int LANES, int ROWS, class Index>
 __global__ void __launch_bounds__(kRowsBlock, 2048 / kRowsBlock)  // <= 32 registers: 8 blocks per SM
@@ -211,18 +274,32 @@ reduce_short_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, RowStr
   }
 }
 
-// out[row] = sum of its `splits` partials, in order: a warp per row.
-template <class T, class Index>
-__global__ void finish_rows_kernel(T* out, const float* partials, OffsetCalc<2, Index> kept, int64_t rows,
-                                   int64_t splits) {
+// out[row] = sum of its `splits` partials: F threads per row (a warp, or up
+// to the whole block where the rows are few and the splits many), each
+// adding a fixed subset of them with 4 loads in flight, then a fixed tree
+// across the F, so the order is the same on every run. One warp over the
+// 528 partials of a 64M-element sum took 4.5 us under ncu (17 dependent
+// rounds of L2 loads a lane).
+constexpr int kFinishThreads = 256;
+
+template <class T, int F, class Index>
+__global__ void __launch_bounds__(kFinishThreads)
+finish_rows_kernel(T* out, const float* partials, OffsetCalc<2, Index> kept, int64_t rows, int64_t splits) {
+  __shared__ float slots[kMaxWarps];
   wait_for_prior_grid();
-  const int lane = threadIdx.x % 32;
-  const int64_t warps = int64_t{gridDim.x} * blockDim.x / 32;
-  for (int64_t row = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; row < rows; row += warps) {
+  constexpr int kRowsPerBlock = kFinishThreads / F;
+  const int lane = threadIdx.x % F;
+  // The loop bound is the same for the whole block: group_allreduce may sync.
+  for (int64_t base = int64_t{blockIdx.x} * kRowsPerBlock; base < rows; base += int64_t{gridDim.x} * kRowsPerBlock) {
+    const int64_t row = base + threadIdx.x / F;
     float acc = 0.0f;
-    for (int64_t j = lane; j < splits; j += 32) acc += partials[row * splits + j];
-    acc = group_allreduce<32>(acc, SumOp{}, nullptr);
-    if (lane == 0) {
+    if (row < rows) {
+      const float* p = partials + row * splits;
+#pragma unroll 4
+      for (int64_t j = lane; j < splits; j += F) acc += p[j];
+    }
+    acc = group_allreduce<F>(acc, SumOp{}, slots);
+    if (row < rows && lane == 0) {
       int64_t offsets[2];
       kept.get(static_cast<Index>(row), offsets);
       out[offsets[0]] = from_float<T>(acc);
@@ -453,9 +530,16 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
   // past a warp each thread gets kMinRounds rounds: a wide group doing a
   // single round spends most of its time in the group reduction with no
   // loads in flight (16384^2 float32 with 1024 threads per row: 3.2 TB/s).
-  d->unroll = tuned("REDUCE_UNROLL", kUnroll) == 8 ? 8 : kUnroll;
+  // rows_dense (reduce_dense_rows_kernel): one contiguous run per output,
+  // 8 vectors a round and 2 rounds past a warp (H200, scripts/nvidia_ab.py,
+  // against 4 rounds: 8192^2 bf16 34.6 vs 35.6 us, 4096^2 float32 19.9 vs
+  // 20.4, a 4M-element bf16 sum 9.2 vs 10.2; 4 x 4M float32 22.1 vs 21.5).
+  // A/B: OPRT_TUNE_REDUCE_DENSE_ROWS=0 runs `rows` instead.
+  d->dense_rows = rows_contiguous && d->runs == 1 && tuned("REDUCE_DENSE_ROWS", 1) != 0;
+  d->unroll = d->dense_rows ? kDenseUnroll : tuned("REDUCE_UNROLL", kUnroll) == 8 ? 8 : kUnroll;
   d->waves = static_cast<int>(std::clamp<int64_t>(tuned("REDUCE_WAVES", 2), 1, 64));
-  const int64_t min_rounds = std::max<int64_t>(1, tuned("REDUCE_MIN_ROUNDS", kMinRounds));
+  const int64_t min_rounds =
+      std::max<int64_t>(1, tuned("REDUCE_MIN_ROUNDS", d->dense_rows ? kDenseMinRounds : kMinRounds));
   const int64_t one_round = std::max<int64_t>(1, per_run / d->unroll);
   const int64_t tpr = std::min<int64_t>(one_round, std::max<int64_t>(32, one_round / min_rounds));
   d->tpr = static_cast<int>(std::clamp<int64_t>(floor_pow2(tpr), 1, tuned("REDUCE_MAX_TPR", kRowsBlock)));
@@ -484,14 +568,18 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
   // Split contiguous runs: 8 vectors in flight per thread (the H200 A/B,
   // scripts/nvidia_ab.py: a 64M-element sum 2-3% faster; rows that do not
   // split measured the same or slower).
-  if (d->splits > 1 && d->runs == 1 && rows_contiguous) d->unroll = tuned("REDUCE_UNROLL", 8) == 4 ? 4 : 8;
+  if (d->splits > 1 && d->runs == 1 && rows_contiguous && !d->dense_rows)
+    d->unroll = tuned("REDUCE_UNROLL", 8) == 4 ? 4 : 8;
   if (d->splits <= 1) {
     d->splits = 1;
     d->split_len = d->runs == 1 ? d->run_length : d->runs;
   } else {
     d->variant += "_split";
     d->workspace_bytes = static_cast<size_t>(d->rows * d->splits) * sizeof(float);
+    const int64_t finish = tuned("REDUCE_FINISH_THREADS", ceil_pow2(ceil_div(d->splits, 4)));
+    d->finish_threads = static_cast<int>(std::clamp<int64_t>(ceil_pow2(finish), 32, kFinishThreads));
   }
+  if (d->dense_rows) d->variant = d->splits > 1 ? "rows_dense_split" : "rows_dense";
   // rows_short (reduce_short_rows_kernel): one contiguous run per output, at
   // most a warp of kShortVectors vectors a lane, whole vectors long, every
   // row 16-byte aligned given an aligned base (checked at execute, else the
@@ -518,6 +606,17 @@ void launch_finish(const ReduceSumNvidia& d, void (*kernel)(Params...), unsigned
   launch_early_if(d.early_finish, kernel, grid, 256, 0, stream, args...);
 }
 
+// Threads per row in finish_rows_kernel: enough that each adds at most 4
+// partials, 32 to kFinishThreads (A/B: OPRT_TUNE_REDUCE_FINISH_THREADS).
+template <class T, class Index>
+void launch_finish_rows(const ReduceSumNvidia& d, T* out, const float* partials, cudaStream_t stream) {
+  visit_pow2<32, kFinishThreads>(d.finish_threads, "reduce_sum: finishing threads per row", [&](auto f) {
+    constexpr int F = decltype(f)::value;
+    launch_finish(d, finish_rows_kernel<T, F, Index>, grid_for(ceil_div(d.rows, kFinishThreads / F), 8, 1), stream,
+                  out, partials, OffsetCalc<2, Index>(d.kept), d.rows, d.splits);
+  });
+}
+
 template <class T, int TPR, int U, class Index>
 void launch_rows_tpr(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
   constexpr int block = kRowsBlock;
@@ -528,8 +627,7 @@ void launch_rows_tpr(const ReduceSumNvidia& d, T* out, const T* src, float* part
                                                                     OffsetCalc<1, Index>(d.run_outer), args);
   check_launch("reduce_rows_kernel");
   if (d.splits > 1)
-    launch_finish(d, finish_rows_kernel<T, Index>, grid_for(ceil_div(d.rows, 8), 8, 1), stream, out, partials,
-                  OffsetCalc<2, Index>(d.kept), d.rows, d.splits);
+    launch_finish_rows<T, Index>(d, out, partials, stream);
 }
 
 template <class T, int U, class Index>
@@ -537,6 +635,22 @@ void launch_rows_unrolled(const ReduceSumNvidia& d, T* out, const T* src, float*
   visit_pow2<1, kRowsBlock>(d.tpr, "reduce_sum rows: threads per output", [&](auto tpr) {
     launch_rows_tpr<T, tpr.value, U, Index>(d, out, src, partials, stream);
   });
+}
+
+template <class T, class Index>
+void launch_dense_rows(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
+  const DenseRowsArgs args{d.rows, d.run_length, d.splits, d.split_len, partials};
+  // (no kept dims: a single row, at offset 0 with the layout's zero strides)
+  const RowStrides row_strides{d.kept.ndim <= 1, d.kept.strides[0][0], d.kept.strides[1][0]};
+  visit_pow2<1, kRowsBlock>(d.tpr, "reduce_sum rows_dense: threads per output", [&](auto tpr) {
+    constexpr int TPR = decltype(tpr)::value;
+    const unsigned grid = grid_for(ceil_div(d.rows * d.splits, kRowsBlock / TPR), 2048 / kRowsBlock, d.waves);
+    reduce_dense_rows_kernel<T, TPR, Index><<<grid, kRowsBlock, 0, stream>>>(out, src, OffsetCalc<2, Index>(d.kept),
+                                                                             row_strides, args);
+    check_launch("reduce_dense_rows_kernel");
+  });
+  if (d.splits > 1)
+    launch_finish_rows<T, Index>(d, out, partials, stream);
 }
 
 template <class T, int LANES, int ROWS, class Index>
@@ -564,6 +678,7 @@ void launch_rows(const ReduceSumNvidia& d, T* out, const T* src, float* partials
     if (d.short_rows_per_group == 2) return launch_short_rows_lanes<T, 2, Index>(d, out, src, stream);
     return launch_short_rows_lanes<T, 1, Index>(d, out, src, stream);
   }
+  if (d.dense_rows) return launch_dense_rows<T, Index>(d, out, src, partials, stream);
   if (d.unroll == 8) return launch_rows_unrolled<T, 8, Index>(d, out, src, partials, stream);
   return launch_rows_unrolled<T, kUnroll, Index>(d, out, src, partials, stream);
 }
