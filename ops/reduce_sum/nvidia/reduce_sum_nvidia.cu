@@ -598,12 +598,12 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
 }
 
 // ---- launch -------------------------------------------------------------------
-// The kernel that adds a split's partials (256 threads a block): launched
+// The kernel that adds a split's partials (kFinishThreads a block): launched
 // early where the device allows it (see the file comment).
 template <class... Params, class... Args>
 void launch_finish(const ReduceSumNvidia& d, void (*kernel)(Params...), unsigned grid, cudaStream_t stream,
                    Args... args) {
-  launch_early_if(d.early_finish, kernel, grid, 256, 0, stream, args...);
+  launch_early_if(d.early_finish, kernel, grid, kFinishThreads, 0, stream, args...);
 }
 
 // Threads per row in finish_rows_kernel: enough that each adds at most 4
