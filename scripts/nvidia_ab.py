@@ -207,11 +207,10 @@ ADD_CASES = [
     ("64M", (64 << 20,), None, ("float32", "bfloat16")),
     ("256M", (256 << 20,), None, ("float32", "bfloat16")),
 ]
-ADD_CONFIGS = [  # vectors per thread of the dense kernel (128-thread blocks, one per 128 x U vectors)
+# (the eighteenth session's vectors-per-thread knob, 1 / 2 / 4, measured within 0.1-0.3 us everywhere and was
+# removed: docs/data/nvidia-h200-2026-12-04a-add-dense-unroll-ab.txt)
+ADD_CONFIGS = [
     ("planned", {}),
-    ("dense_u1", {"DENSE_UNROLL": 1}),
-    ("dense_u2", {"DENSE_UNROLL": 2}),
-    ("dense_u4", {"DENSE_UNROLL": 4}),
 ]
 
 

@@ -14,7 +14,6 @@
 #include "cuda_types.cuh"
 #include "launch.cuh"
 #include "offset_calc.cuh"
-#include "../tuning.h"
 
 namespace oprt::nvidia {
 
@@ -23,9 +22,9 @@ template <class Out, class In>
 constexpr int kElementwiseVec = 16 / (sizeof(Out) < sizeof(In) ? sizeof(Out) : sizeof(In));
 constexpr int kElementwiseThreads = 256;
 constexpr int kElementwiseUnroll = 4;  // vectors in flight per thread
-// dense: one block per 128 threads x U vectors, no grid-stride loop (a
-// "one-shot" grid). scripts/launch_shapes.cu on the H200, float32 at 256M
-// elements: add 4.37 TB/s (U = 2) against 4.13 for 256 threads x 4 vectors
+// dense: one block per 128 x 2 vectors, no grid-stride loop (a "one-shot"
+// grid). scripts/launch_shapes.cu on the H200, float32 at 256M elements:
+// add 4.37 TB/s against 4.13 for 256 threads x 4 vectors
 // striding over 16 blocks per SM; copy 4.20 against 3.88.
 constexpr int kDenseThreads = 128;
 constexpr int kDenseUnroll = 2;
@@ -62,10 +61,11 @@ struct ElementwiseArgs {
 // ---- dense ------------------------------------------------------------------
 // Elements [0, head) and [head + vectors * VEC, numel) go scalar; the rest as
 // whole vectors, all operands 16-byte aligned there.
-template <class Op, class Out, class In, int K, bool kAnyScalar, int U>
+template <class Op, class Out, class In, int K, bool kAnyScalar>
 __global__ void __launch_bounds__(kDenseThreads)
 dense_kernel(ElementwiseArgs<Out, In, K> args, Op op, int64_t numel, int64_t head, int64_t vectors) {
   constexpr int VEC = kElementwiseVec<Out, In>;
+  constexpr int U = kDenseUnroll;
   if constexpr (!kAnyScalar) {  // lets the compiler drop the per-element scalar checks
 #pragma unroll
     for (int k = 0; k < K; ++k) args.scalar[k] = false;
@@ -235,27 +235,10 @@ inline const char* elementwise_kind_name(ElementwiseKind kind) {
   return kind == ElementwiseKind::kDense ? "dense" : kind == ElementwiseKind::kRows ? "rows" : "strided";
 }
 
-// What a descriptor records at creation: the kernel, and for dense the
-// vectors per thread (OPRT_TUNE_DENSE_UNROLL = 1, 2 or 4, for A/B runs).
-struct ElementwisePlan {
-  ElementwiseKind kind = ElementwiseKind::kStrided;
-  int dense_unroll = kDenseUnroll;
-};
-
-template <int N>
-ElementwisePlan plan_elementwise(const StridedLayout<N>& l) {
-  ElementwisePlan plan;
-  plan.kind = choose_elementwise_kind(l);
-  const int64_t unroll = tuned("DENSE_UNROLL", kDenseUnroll);
-  plan.dense_unroll = unroll == 1 || unroll == 4 ? static_cast<int>(unroll) : kDenseUnroll;
-  return plan;
-}
-
 // Runs out = op(inputs...) over layout (operand 0 = out) on `stream`.
 template <class Op, class Out, class In, int K>
-void launch_elementwise(const ElementwisePlan& plan, const StridedLayout<K + 1>& layout, Op op, Out* out,
+void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout, Op op, Out* out,
                         const In* const (&inputs)[K], cudaStream_t stream) {
-  const ElementwiseKind kind = plan.kind;
   constexpr int VEC = kElementwiseVec<Out, In>;
   constexpr int U = kElementwiseUnroll;
   const int64_t numel = layout.numel();
@@ -276,17 +259,14 @@ void launch_elementwise(const ElementwisePlan& plan, const StridedLayout<K + 1>&
     if (!aligned) head = numel;
     const int64_t vectors = (numel - head) / VEC;
     const int64_t scalars = numel - vectors * VEC;
+    const int64_t tasks = ceil_div(vectors > scalars ? vectors : scalars, int64_t{kDenseThreads} * kDenseUnroll);
+    const unsigned grid = grid_one_shot(tasks);
     bool any_scalar = false;
     for (int k = 0; k < K; ++k) any_scalar |= args.scalar[k];
-    visit_pow2<1, 4>(plan.dense_unroll, "dense unroll", [&](auto unroll) {
-      constexpr int U = decltype(unroll)::value;
-      const int64_t tasks = ceil_div(vectors > scalars ? vectors : scalars, int64_t{kDenseThreads} * U);
-      const unsigned grid = grid_one_shot(tasks);
-      if (any_scalar)
-        dense_kernel<Op, Out, In, K, true, U><<<grid, kDenseThreads, 0, stream>>>(args, op, numel, head, vectors);
-      else
-        dense_kernel<Op, Out, In, K, false, U><<<grid, kDenseThreads, 0, stream>>>(args, op, numel, head, vectors);
-    });
+    if (any_scalar)
+      dense_kernel<Op, Out, In, K, true><<<grid, kDenseThreads, 0, stream>>>(args, op, numel, head, vectors);
+    else
+      dense_kernel<Op, Out, In, K, false><<<grid, kDenseThreads, 0, stream>>>(args, op, numel, head, vectors);
     check_launch("dense elementwise kernel");
     return;
   }

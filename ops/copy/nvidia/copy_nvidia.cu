@@ -28,7 +28,7 @@ struct CopyNvidia : oprt_descriptor {
   StridedLayout<2> layout;  // operand 0 = out, 1 = src
   int32_t out_dtype = 0, src_dtype = 0;
   enum class Kind { kMemcpy, kElementwise, kTiles } kind = Kind::kElementwise;
-  ElementwisePlan elementwise;
+  ElementwiseKind elementwise = ElementwiseKind::kStrided;
   StridedLayout<2> outer;  // tiles: the dims outside the transposed pair
   bool vector_tiles = false;  // tiles: transpose_vec where both bases are 16-byte aligned at execute
 };
@@ -181,12 +181,12 @@ CopyNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t*
   d->out_dtype = out.dtype;
   d->src_dtype = src.dtype;
   const StridedLayout<2>& l = d->layout;
-  d->elementwise = plan_elementwise(l);
+  d->elementwise = choose_elementwise_kind(l);
   const bool dense_both = l.ndim <= 1 && l.inner_stride(0) == 1 && l.inner_stride(1) == 1;
   if (dense_both && out.dtype == src.dtype) {
     d->kind = CopyNvidia::Kind::kMemcpy;
     d->variant = "memcpy";
-  } else if (d->elementwise.kind == ElementwiseKind::kStrided && l.ndim >= 2 && l.strides[0][l.ndim - 1] == 1 &&
+  } else if (d->elementwise == ElementwiseKind::kStrided && l.ndim >= 2 && l.strides[0][l.ndim - 1] == 1 &&
              l.strides[1][l.ndim - 2] == 1) {
     d->kind = CopyNvidia::Kind::kTiles;
     d->outer = outer_dims(outer_dims(l));
@@ -206,7 +206,7 @@ CopyNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t*
                       l.strides[1][b] % vec == 0 && strides_aligned16(d->outer, size) && tiles <= INT32_MAX;
     d->variant = d->vector_tiles ? "transpose_vec" : "transpose_tiled";
   } else {
-    d->variant = elementwise_kind_name(d->elementwise.kind);
+    d->variant = elementwise_kind_name(d->elementwise);
   }
   return d;
 }

@@ -17,7 +17,7 @@ struct VectorAddNvidia : oprt_descriptor {
   VectorAddNvidia() : oprt_descriptor(descriptor_tag(kName)) {}
   StridedLayout<3> layout;  // operands: out, a, b
   int32_t dtype = 0;
-  ElementwisePlan plan;
+  ElementwiseKind kind = ElementwiseKind::kStrided;
 };
 
 // float32: a plain add. float16/bfloat16: the native 16-bit add, which
@@ -45,8 +45,8 @@ VectorAddNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_vi
   auto* d = new VectorAddNvidia;
   d->layout = elementwise_layout<3>({&out, &a, &b});
   d->dtype = out.dtype;
-  d->plan = plan_elementwise(d->layout);
-  d->variant = elementwise_kind_name(d->plan.kind);
+  d->kind = choose_elementwise_kind(d->layout);
+  d->variant = elementwise_kind_name(d->kind);
   return d;
 }
 
@@ -60,7 +60,7 @@ void execute(const VectorAddNvidia& d, void* out, const void* a, const void* b, 
   dispatch_dtype(d.dtype, [&](auto type) {
     using T = decltype(type);
     const T* const inputs[2] = {static_cast<const T*>(a), static_cast<const T*>(b)};
-    launch_elementwise<AddOp<T>, T, T, 2>(d.plan, d.layout, AddOp<T>{}, static_cast<T*>(out), inputs, stream);
+    launch_elementwise<AddOp<T>, T, T, 2>(d.kind, d.layout, AddOp<T>{}, static_cast<T*>(out), inputs, stream);
   });
 }
 
