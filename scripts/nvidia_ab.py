@@ -149,6 +149,7 @@ REDUCE_CONFIGS = [
     ("waves64", {"REDUCE_WAVES": 64}),  # about a block per task up to 16896 blocks
     # one contiguous run per output: rows_dense (planned) against the general rows kernel, 4 / 8 vectors a thread
     # (the unroll and tpr configs above apply to the rows kernel only)
+    ("dense_before", {"REDUCE_MIN_ROUNDS": 2, "REDUCE_WAVES": 2}),  # rows_dense's plan before the 19th session
     ("rows_kernel", {"REDUCE_DENSE_ROWS": 0}),
     ("rows_kernel_unroll8", {"REDUCE_DENSE_ROWS": 0, "REDUCE_UNROLL": 8}),
     # split rows / scalars at half a resident grid, one, two (the plan before the seventh session)

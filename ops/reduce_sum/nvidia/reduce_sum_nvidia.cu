@@ -191,7 +191,7 @@ __device__ __forceinline__ int64_t kept_offset(const OffsetCalc<2, Index>& kept,
 }
 
 constexpr int kDenseUnroll = 8;
-constexpr int kDenseMinRounds = 2;  // (the plan's kMinRounds for rows_dense)
+constexpr int kDenseMinRounds = 2;  // (rows_dense rows that are not whole rounds of the widest group)
 
 template <class T, int TPR, class Index>
 __global__ void __launch_bounds__(kRowsBlock, 1024 / kRowsBlock)
@@ -534,13 +534,21 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
   // 8 vectors a round and 2 rounds past a warp (H200, scripts/nvidia_ab.py,
   // against 4 rounds: 8192^2 bf16 34.6 vs 35.6 us, 4096^2 float32 19.9 vs
   // 20.4, a 4M-element bf16 sum 9.2 vs 10.2; 4 x 4M float32 22.1 vs 21.5).
-  // A/B: OPRT_TUNE_REDUCE_DENSE_ROWS=0 runs `rows` instead.
+  // A/B: OPRT_TUNE_REDUCE_DENSE_ROWS=0 runs `rows` instead. A run that is
+  // whole rounds of the widest group takes 1 round, and the grid a block per
+  // task (H200, scripts/nvidia_ab.py, one run, us, against 2 rounds and 2
+  // resident grids striding: 8192^2 bf16 34.5 vs 35.0, 4096^2 bf16 13.1
+  // vs 14.5, 16384^2 bf16 120.1 vs 121.3, float32 233.7 vs 236.3; rows of
+  // 12289 bf16, 1.5 such rounds, 101.9 vs 94.2 in 1 round: they keep 2).
   d->dense_rows = rows_contiguous && d->runs == 1 && tuned("REDUCE_DENSE_ROWS", 1) != 0;
   d->unroll = d->dense_rows ? kDenseUnroll : tuned("REDUCE_UNROLL", kUnroll) == 8 ? 8 : kUnroll;
-  d->waves = static_cast<int>(std::clamp<int64_t>(tuned("REDUCE_WAVES", 2), 1, 64));
-  const int64_t min_rounds =
-      std::max<int64_t>(1, tuned("REDUCE_MIN_ROUNDS", d->dense_rows ? kDenseMinRounds : kMinRounds));
+  d->waves = static_cast<int>(std::clamp<int64_t>(tuned("REDUCE_WAVES", d->dense_rows ? 64 : 2), 1, 64));
   const int64_t one_round = std::max<int64_t>(1, per_run / d->unroll);
+  const int64_t widest = std::clamp<int64_t>(floor_pow2(one_round), 1, kRowsBlock);
+  const int64_t planned_rounds = !d->dense_rows                        ? kMinRounds
+                                 : per_run % (widest * d->unroll) == 0 ? 1
+                                                                       : kDenseMinRounds;
+  const int64_t min_rounds = std::max<int64_t>(1, tuned("REDUCE_MIN_ROUNDS", planned_rounds));
   const int64_t tpr = std::min<int64_t>(one_round, std::max<int64_t>(32, one_round / min_rounds));
   d->tpr = static_cast<int>(std::clamp<int64_t>(floor_pow2(tpr), 1, tuned("REDUCE_MAX_TPR", kRowsBlock)));
   // Split when the outputs cannot fill half a resident grid of threads (in
