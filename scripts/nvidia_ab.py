@@ -74,6 +74,10 @@ SOFTMAX_CONFIGS = [
     ("no_twice", {"SOFTMAX_TWICE": 0}),  # rows_twice's rows to clusters / rows_split2
     ("twice_keep_l2", {"SOFTMAX_TWICE_EVICT_FIRST": 0}),  # rows_twice's write pass without evict_first
     ("resident_keep_l2", {"SOFTMAX_RESIDENT_EVICT_FIRST": 0}),  # rows_resident's, the same
+    ("twice_nocache", {"SOFTMAX_TWICE_CACHE_KB": 0}),  # rows_twice reading the whole row twice (before session 19)
+    ("twice_cacheall", {"SOFTMAX_TWICE_CACHE_KB": 1 << 20}),  # all the shared memory the blocks per SM leave
+    ("twice_cache64", {"SOFTMAX_TWICE_CACHE_KB": 64}),
+    ("twice_cache128", {"SOFTMAX_TWICE_CACHE_KB": 128}),
     ("twice_blocks1", {"SOFTMAX_TWICE_BLOCKS": 1}),
     ("twice_blocks2", {"SOFTMAX_TWICE_BLOCKS": 2}),
     ("twice_blocks3", {"SOFTMAX_TWICE_BLOCKS": 3}),

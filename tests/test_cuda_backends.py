@@ -230,6 +230,13 @@ VARIANT_CASES = [
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0, "SOFTMAX_SPLIT_LAUNCHES": 1}, "nvidia_variant": "rows_split"}, None),
     # more than two long rows per SM, a block per row reading it twice (nvidia: rows_twice)
     ("softmax-rows-twice", "softmax", [(270, 40001)], "offset", {"dim": -1, "nvidia_variant": "rows_twice"}, None),
+    # the row's first vectors kept in shared memory between the passes: 8 KB of it (the rest read twice), none
+    ("softmax-rows-twice-partly-cached", "softmax", [(270, 40001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_TWICE_CACHE_KB": 8}, "nvidia_variant": "rows_twice"}, None),
+    ("softmax-rows-twice-no-cache", "softmax", [(270, 40001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_TWICE_CACHE_KB": 0}, "nvidia_variant": "rows_twice"}, None),
+    ("softmax-rows-twice-cached", "softmax", [(300, 70001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_TWICE_CACHE_KB": 1 << 20}, "nvidia_variant": "rows_twice"}, None),
     ("softmax-rows-twice-one-block-per-sm", "softmax", [(300, 33000)], "contiguous",
      {"dim": -1, "tune": {"SOFTMAX_TWICE_BLOCKS": 1}, "nvidia_variant": "rows_twice"}, None),
     # rows of 4+ rounds of 1024 threads' loads: 1024-thread blocks (float32 rows of 65536+)
@@ -492,8 +499,10 @@ def test_long_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, re
     _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, f"finite rows {tune}")
 
 
+@pytest.mark.parametrize("tune", [{}, {"SOFTMAX_TWICE_CACHE_KB": 1 << 20}, {"SOFTMAX_TWICE_CACHE_KB": 0}],
+                         ids=["planned", "cached", "uncached"])
 @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
-def test_many_long_row_softmax_special_values(cuda_backend, dt):
+def test_many_long_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, request):
     """-inf, +inf and NaN in more than two long rows per SM (nvidia:
     rows_twice, float32 rows of 70001 in 1024-thread blocks, a grid that
     takes rows 264.. in a second pass; bf16 in 512-thread blocks), at the
@@ -508,7 +517,8 @@ def test_many_long_row_softmax_special_values(cuda_backend, dt):
         src[r + 3, n - 1] = 1.0               # one finite value, the last: 1 there, 0 elsewhere
         src[r + 4, : n // 2] = -math.inf      # the first half -inf
         src[r + 5, n - 5:] = 40.0             # the row's max among its last elements
-    _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, "many long rows")
+    _set_tune(tune, monkeypatch, request)
+    _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, f"many long rows {tune}")
 
 
 @pytest.mark.parametrize("tune", [{}, {"SOFTMAX_STREAM_BELOW": 64}, {"SOFTMAX_DENSE": 0, "SOFTMAX_STREAM": 0}],

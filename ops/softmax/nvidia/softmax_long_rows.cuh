@@ -223,18 +223,62 @@ softmax_split_apply_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Spli
 constexpr int kTwiceThreads = 512;
 constexpr int twice_resident_blocks(int threads) { return 1024 / threads; }
 
-template <class T, class Index, int kThreads>
+// kCache: the first `cache_vectors` aligned vectors of each row stay in
+// shared memory between the passes (the stats pass stores them as it
+// goes), so the second pass reads only the rest again: its end first, the
+// part L2 most likely still holds. (Shared memory is taken from L1, which
+// otherwise serves part of the second read.)
+template <class T, class Index, int kThreads, bool kCache>
 __global__ void __launch_bounds__(kThreads, twice_resident_blocks(kThreads))
-softmax_rows_twice_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args) {
+softmax_rows_twice_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args, int64_t cache_vectors) {
+  constexpr int VEC = kVec16<T>;
+  extern __shared__ Raw16 row_cache[];  // cache_vectors
   __shared__ Stats slots[kMaxWarps];
   for (int64_t row = blockIdx.x; row < args.nrows; row += gridDim.x) {
     const ChunkOf<Index> c(rows, args, row);  // (args.splits == 1)
-    const Stats st = chunk_stats<T, 4>(src + c.src_at, c.c0, c.c1, slots);
+    if constexpr (!kCache) {
+      const Stats st = chunk_stats<T, 4>(src + c.src_at, c.c0, c.c1, slots);
+      const Stats scale{st.m, 1.0f / st.s};
+      if (args.evict_first)
+        write_chunk<T, 4, true>(out + c.out_at, src + c.src_at, c.c0, c.c1, scale, args.out_stride);
+      else
+        write_chunk<T, 4>(out + c.out_at, src + c.src_at, c.c0, c.c1, scale, args.out_stride);
+      continue;
+    }
+    const T* p = src + c.src_at;
+    T* q = out + c.out_at;
+    const int64_t a = c.c0 + min(c.c1 - c.c0, elements_to_alignment(p + c.c0));  // first aligned element
+    const int64_t cached = min((c.c1 - a) / VEC, cache_vectors);
+    Stats st{-INFINITY, 0.0f};
+    visit_chunk<false, 4>(
+        p, c.c0, c.c1,
+        [&](const Raw16 (&raw)[4], const bool (&ok)[4], const int64_t (&at)[4]) {
+#pragma unroll
+          for (int u = 0; u < 4; ++u) {
+            const int64_t v = (at[u] - a) / VEC;
+            if (ok[u] && v < cached) row_cache[v] = raw[u];
+          }
+          update_round<T>(st, raw, ok);
+        },
+        [&](int64_t i) {
+          const float x[1] = {to_float(p[i])};
+          update(st, x);
+        });
+    st = block_merge(st, slots);  // (its barriers also publish the cache)
     const Stats scale{st.m, 1.0f / st.s};
+    const int64_t rest = cached > 0 ? a + cached * VEC : c.c0;  // read again from here on
     if (args.evict_first)
-      write_chunk<T, 4, true>(out + c.out_at, src + c.src_at, c.c0, c.c1, scale, args.out_stride);
+      write_chunk<T, 4, true>(q, p, rest, c.c1, scale, args.out_stride);
     else
-      write_chunk<T, 4>(out + c.out_at, src + c.src_at, c.c0, c.c1, scale, args.out_stride);
+      write_chunk<T, 4>(q, p, rest, c.c1, scale, args.out_stride);
+    if (cached > 0) {
+      for (int64_t i = c.c0 + threadIdx.x; i < a; i += kThreads)
+        q[i * args.out_stride] = from_float<T>(exp_minus(to_float(p[i]), scale.m) * scale.s);
+#pragma unroll 4
+      for (int64_t v = threadIdx.x; v < cached; v += kThreads)
+        write_scaled<T>(q, a + v * VEC, row_cache[v], scale.m, scale.s, args.out_stride);
+    }
+    __syncthreads();  // the cache is the next row's
   }
 }
 

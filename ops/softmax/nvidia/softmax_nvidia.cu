@@ -25,7 +25,9 @@
 //            chunk) task, the second launched early (sm_90)
 //   rows_twice  many long rows: a block per row reads it twice, the second
 //            time (walking backwards) partly from L2, marking what it
-//            reads and writes first to leave L2; no workspace
+//            reads and writes first to leave L2; float32 rows past 256 KB
+//            per SM keep their first ~110-220 KB in shared memory between
+//            the passes; no workspace
 //   rows_resident  the same for no more rows than SMs and up to 96 MB
 //            (sm_90), each chunk's first ~224 KB kept in shared memory
 //            between the passes
@@ -81,7 +83,7 @@ struct SoftmaxNvidia : oprt_descriptor {
   int64_t splits = 1, chunk = 0;
   bool evict_first = false; // twice, resident: the write pass marks its lines first to leave L2
   unsigned grid = 0;        // split, resident: the cooperative grid
-  int64_t cache_vectors = 0;  // resident: 16-byte vectors of shared memory per block
+  int64_t cache_vectors = 0;  // resident, twice: 16-byte vectors of shared memory per block
   int ahead = kMaxPieces;     // resident: bulk copies in flight at a time
   int tx = 32, ty = 8;      // columns
   int64_t columns = 1, col_tiles = 1, planes = 1, src_col_stride = 1, out_col_stride = 1;
@@ -131,6 +133,31 @@ void plan_resident(SoftmaxNvidia& d, int vec) {
   });
   // At most one chunk per block, each at least a round of the block's loads.
   plan_chunks(d, d.grid, int64_t{kResidentThreads} * vec * kResidentUnroll, vec);
+}
+
+// rows_twice's row cache: as many 16-byte vectors of shared memory as
+// leave the planned blocks per SM resident (at most a row's; capped by
+// OPRT_TUNE_SOFTMAX_TWICE_CACHE_KB, 0: none, the kernel without it).
+// Planned for float32 rows where the rows an SM holds at once pass its 256
+// KB of L1 and shared memory: below that L1 serves the second read as well
+// (H200, scripts/nvidia_ab.py, us, cached vs not: vocab 4096 x 151936
+// float32 1636 vs 1720, 4096 x 40000 float32 (two 160 KB rows per SM) 370
+// vs 403; 2048 x 65536 float32 (one 256 KB row) 356 vs 340; 16-bit rows
+// slower at every size tried: vocab bf16 870 vs 827, 4096 x 40000 bf16 238
+// vs 228).
+constexpr int64_t kL1AndSharedBytes = 256 << 10;
+
+template <class T, class Index, int kThreads>
+int64_t twice_cache_vectors(const SoftmaxNvidia& d, int vec) {
+  constexpr auto kernel = softmax_rows_twice_kernel<T, Index, kThreads, true>;
+  const bool past_l1 = d.length * int64_t{sizeof(T)} * twice_resident_blocks(kThreads) > kL1AndSharedBytes;
+  const int64_t planned_kb = sizeof(T) == 4 && past_l1 ? 1 << 20 : 0;
+  const int64_t cap_kb = std::clamp<int64_t>(tuned("SOFTMAX_TWICE_CACHE_KB", planned_kb), 0, 1 << 20);
+  size_t bytes = std::min<size_t>(opt_in_dynamic_smem<kernel>(), static_cast<size_t>(cap_kb) << 10);
+  bytes = std::min<size_t>(bytes, static_cast<size_t>(ceil_div(d.length, vec)) * 16) / 16 * 16;
+  while (bytes > 0 && resident_blocks_per_sm(kernel, kThreads, bytes) < twice_resident_blocks(kThreads))
+    bytes -= std::min<size_t>(bytes, 4096);
+  return static_cast<int64_t>(bytes / 16);
 }
 
 // Calls f(NV, MB) (integral constants) for d's block-per-row kernels
@@ -356,6 +383,14 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
       // 173-174 vs 356 / 180-182; 4096 x 40000 float32 402-404 vs 433-438,
       // bf16 225-229 vs 227).
       d->evict_first = tuned("SOFTMAX_TWICE_EVICT_FIRST", 1) == 1;
+      dispatch_dtype(d->dtype, [&](auto type) {
+        dispatch_index(d->nrows, [&](auto index) {
+          using T = decltype(type);
+          using Index = decltype(index);
+          d->cache_vectors = d->block == 1024 ? twice_cache_vectors<T, Index, 1024>(*d, vec)
+                                              : twice_cache_vectors<T, Index, kTwiceThreads>(*d, vec);
+        });
+      });
       return d;
     }
     // Clusters of 8 only for rows no more than SMs: with more rows,
@@ -524,10 +559,21 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
                          d.evict_first};
     const OffsetCalc<2, Index> rows(d.rows);
     if (d.kind == Kind::kTwice) {
+      const auto run = [&](auto threads) {
+        constexpr int kThreads = decltype(threads)::value;
+        if (d.cache_vectors == 0)
+          return softmax_rows_twice_kernel<T, Index, kThreads, false><<<d.grid, kThreads, 0, stream>>>(
+              out, src, rows, args, 0);
+        constexpr auto kernel = softmax_rows_twice_kernel<T, Index, kThreads, true>;
+        const size_t smem = static_cast<size_t>(d.cache_vectors) * sizeof(Raw16);
+        if (opt_in_dynamic_smem<kernel>() < smem)  // on this device (the descriptor may be another's)
+          fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows_twice: %zu bytes of shared memory do not fit", smem);
+        kernel<<<d.grid, kThreads, smem, stream>>>(out, src, rows, args, d.cache_vectors);
+      };
       if (d.block == 1024)
-        softmax_rows_twice_kernel<T, Index, 1024><<<d.grid, 1024, 0, stream>>>(out, src, rows, args);
+        run(std::integral_constant<int, 1024>{});
       else
-        softmax_rows_twice_kernel<T, Index, kTwiceThreads><<<d.grid, kTwiceThreads, 0, stream>>>(out, src, rows, args);
+        run(std::integral_constant<int, kTwiceThreads>{});
       return check_launch("softmax_rows_twice_kernel");
     }
     if (d.kind == Kind::kSplit2) {
