@@ -226,8 +226,8 @@ constexpr int twice_resident_blocks(int threads) { return 1024 / threads; }
 // kCache: the first `cache_vectors` aligned vectors of each row stay in
 // shared memory between the passes (the stats pass stores them as it
 // goes), so the second pass reads only the rest again: its end first, the
-// part L2 most likely still holds. (Shared memory is taken from L1, which
-// otherwise serves part of the second read.)
+// part L2 most likely still holds. (It always saves DRAM reads, not always
+// time: the kernel is not DRAM-bound; see the plan.)
 template <class T, class Index, int kThreads, bool kCache>
 __global__ void __launch_bounds__(kThreads, twice_resident_blocks(kThreads))
 softmax_rows_twice_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args, int64_t cache_vectors) {
