@@ -531,8 +531,8 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
   // single round spends most of its time in the group reduction with no
   // loads in flight (16384^2 float32 with 1024 threads per row: 3.2 TB/s).
   // rows_dense (reduce_dense_rows_kernel): one contiguous run per output,
-  // 8 vectors a round and 2 rounds past a warp (H200, scripts/nvidia_ab.py,
-  // against 4 rounds: 8192^2 bf16 34.6 vs 35.6 us, 4096^2 float32 19.9 vs
+  // 8 vectors a round; 2 rounds past a warp ran faster than 4 (H200,
+  // scripts/nvidia_ab.py: 8192^2 bf16 34.6 vs 35.6 us, 4096^2 float32 19.9 vs
   // 20.4, a 4M-element bf16 sum 9.2 vs 10.2; 4 x 4M float32 22.1 vs 21.5).
   // A/B: OPRT_TUNE_REDUCE_DENSE_ROWS=0 runs `rows` instead. A run that is
   // whole rounds of the widest group takes 1 round, and the grid a block per
@@ -645,11 +645,16 @@ void launch_rows_unrolled(const ReduceSumNvidia& d, T* out, const T* src, float*
   });
 }
 
+// The kept dims' strides where they are at most one (no kept dims: a
+// single row, at offset 0 with the layout's zero strides).
+RowStrides row_strides_of(const ReduceSumNvidia& d) {
+  return {d.kept.ndim <= 1, d.kept.strides[0][0], d.kept.strides[1][0]};
+}
+
 template <class T, class Index>
 void launch_dense_rows(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
   const DenseRowsArgs args{d.rows, d.run_length, d.splits, d.split_len, partials};
-  // (no kept dims: a single row, at offset 0 with the layout's zero strides)
-  const RowStrides row_strides{d.kept.ndim <= 1, d.kept.strides[0][0], d.kept.strides[1][0]};
+  const RowStrides row_strides = row_strides_of(d);
   visit_pow2<1, kRowsBlock>(d.tpr, "reduce_sum rows_dense: threads per output", [&](auto tpr) {
     constexpr int TPR = decltype(tpr)::value;
     const unsigned grid = grid_for(ceil_div(d.rows * d.splits, kRowsBlock / TPR), 2048 / kRowsBlock, d.waves);
@@ -666,8 +671,7 @@ void launch_short_rows_shape(const ReduceSumNvidia& d, T* out, const T* src, cud
   const int64_t blocks = ceil_div(d.rows, kRowsBlock / LANES * ROWS);
   const unsigned grid =
       d.short_waves > 0 ? grid_for(blocks, 2048 / kRowsBlock, d.short_waves) : grid_one_shot(blocks);
-  // (no kept dims: a single row, at offset 0 with the layout's zero strides)
-  const RowStrides row_strides{d.kept.ndim <= 1, d.kept.strides[0][0], d.kept.strides[1][0]};
+  const RowStrides row_strides = row_strides_of(d);
   reduce_short_rows_kernel<T, LANES, ROWS, Index><<<grid, kRowsBlock, 0, stream>>>(
       out, src, OffsetCalc<2, Index>(d.kept), row_strides, d.rows, static_cast<int>(d.run_length / kVec16<T>));
   check_launch("reduce_short_rows_kernel");

@@ -155,6 +155,7 @@ int64_t twice_cache_vectors(const SoftmaxNvidia& d, int vec) {
   const bool large = d.length * int64_t{sizeof(T)} * twice_resident_blocks(kThreads) > kTwiceCacheMinBytes;
   const int64_t planned_kb = sizeof(T) == 4 && large ? 1 << 20 : 0;
   const int64_t cap_kb = std::clamp<int64_t>(tuned("SOFTMAX_TWICE_CACHE_KB", planned_kb), 0, 1 << 20);
+  if (cap_kb == 0) return 0;  // (the kernel without the cache)
   size_t bytes = std::min<size_t>(opt_in_dynamic_smem<kernel>(), static_cast<size_t>(cap_kb) << 10);
   bytes = std::min<size_t>(bytes, static_cast<size_t>(ceil_div(d.length, vec)) * 16) / 16 * 16;
   while (bytes > 0 && resident_blocks_per_sm(kernel, kThreads, bytes) < twice_resident_blocks(kThreads))
