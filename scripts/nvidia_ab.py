@@ -139,6 +139,8 @@ REDUCE_CASES = [
     ("scalar_256M", (256 * 1024 * 1024,), None, ("float32", "bfloat16")),
     ("dim0_8192x8192", (8192, 8192), 0, ("float32", "bfloat16")),
     ("dim0_4096x16384", (4096, 16384), 0, ("bfloat16",)),
+    ("dim0_odd_2047x2053", (2047, 2053), 0, ("float32", "bfloat16")),  # rows not 16-byte aligned
+    ("dim0_odd_8191x8193", (8191, 8193), 0, ("float32", "bfloat16")),
 ]
 REDUCE_CONFIGS = [
     ("planned", {}),
@@ -173,6 +175,9 @@ REDUCE_CONFIGS = [
     # (planned), or at grids of 8 blocks per SM (before the sixteenth session; quarters 4 / 8 as planned then)
     ("columns_fit0", {"REDUCE_COLUMN_FIT": 0}),
     ("columns_fit_q6", {"REDUCE_COLUMN_QUARTERS": 6}),
+    # unaligned rows (odd widths): element loads (before session 21), shifted vectors in every dtype
+    ("columns_elements", {"REDUCE_COLUMN_SHIFTED": 0}),
+    ("columns_shifted_all", {"REDUCE_COLUMN_SHIFTED": 2}),
     # split sums: the finishing kernel launched after the first ends (before the fifteenth session); a warp
     # per row adding the partials (before the eighteenth)
     ("late_finish", {"REDUCE_EARLY_FINISH": 0}),

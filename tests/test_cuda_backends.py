@@ -146,6 +146,24 @@ VARIANT_CASES = [
     ("sum-strided", "reduce_sum", [(300, 2000)], "transposed", {"dim": 0}, None),
     ("sum-columns", "reduce_sum", [(4096, 1000)], "contiguous", {"dim": 0}, None),
     ("sum-columns-split", "reduce_sum", [(1 << 18, 16)], "contiguous", {"dim": 0}, None),
+    # rows not 16-byte aligned (odd widths): 16-bit vectors loaded aligned and shifted into place
+    # across lanes (float32 planned on element loads; shifted when forced); split; tiles 1, 2 and 4
+    # lanes wide; planes (a kept dim outside the columns); element loads forced
+    ("sum-columns-shifted", "reduce_sum", [(2047, 2053)], "contiguous",
+     {"dim": 0, "nvidia_variant": {"float32": "columns_split", "float16": "columns_shifted_split",
+                                   "bfloat16": "columns_shifted_split"}}, None),
+    ("sum-columns-shifted-float32", "reduce_sum", [(2047, 2053)], "contiguous",
+     {"dim": 0, "tune": {"REDUCE_COLUMN_SHIFTED": 2}, "nvidia_variant": "columns_shifted_split"}, None),
+    ("sum-columns-shifted-split", "reduce_sum", [(1 << 16, 37)], "contiguous",
+     {"dim": 0, "tune": {"REDUCE_COLUMN_SHIFTED": 2}, "nvidia_variant": "columns_shifted_split"}, None),
+    ("sum-columns-shifted-narrow", "reduce_sum", [(30001, 5)], "contiguous",
+     {"dim": 0, "tune": {"REDUCE_COLUMN_SHIFTED": 2}, "nvidia_variant": "columns_shifted_split"}, None),
+    ("sum-columns-shifted-planes", "reduce_sum", [(7, 301, 33)], "contiguous",
+     {"dim": 1, "tune": {"REDUCE_COLUMN_SHIFTED": 2}, "nvidia_variant": "columns_shifted"}, None),
+    ("sum-columns-shifted-off", "reduce_sum", [(2047, 2053)], "contiguous",
+     {"dim": 0, "tune": {"REDUCE_COLUMN_SHIFTED": 0}, "nvidia_variant": "columns_split"}, None),
+    # aligned rows planned, the base one element past a 16-byte boundary at execute: shifted (16-bit)
+    ("sum-columns-unaligned-base", "reduce_sum", [(4096, 1000)], "offset", {"dim": 0}, None),
     ("sum-middle", "reduce_sum", [(16, 300, 64)], "contiguous", {"dim": 1}, None),
     ("sum-zeros", "reduce_sum", [(7, 0)], "contiguous", {"dim": 1}, None),
     # many short rows of whole 16-byte vectors, 16-byte aligned (nvidia: rows_short): lanes per row

@@ -6,7 +6,10 @@
 //             scalar head per run that aligns them, 4 vectors in flight
 //   columns   the outputs are contiguous in src (a sum over a non-last dim):
 //             threads along the outputs with vectors, the reduced dim spread
-//             over the block's other axis and combined in shared memory
+//             over the block's other axis and combined in shared memory;
+//             columns_shifted: 16-bit rows not 16-byte aligned (odd
+//             widths), the vectors loaded aligned and shifted into place
+//             across lanes
 //   rows_dense  `rows` where every output is one contiguous run: a leaner
 //             kernel with 8 vectors in flight per thread
 //   rows_short  short rows (at most 32 lanes of 2 vectors), 16-byte aligned
@@ -57,6 +60,8 @@ struct ReduceSumNvidia : oprt_descriptor {
   StridedLayout<2> plane_layout; // columns: kept without its innermost (column) dim
   bool rows_aligned = false;     // columns: every reduced and plane stride is a multiple of 16 bytes
   bool tiles_fastest = false;    // columns: task order (see ColumnsArgs)
+  bool shifted = false;          // columns: unaligned rows take shifted vector loads (see the plan)
+  int64_t src_first = 0, src_end = 0;  // columns: the range of src's element offsets, [first, end)
   int64_t rows = 0;              // outputs
   int64_t runs = 1, run_length = 0, run_stride = 1;
   int tpr = 1;                   // rows: threads per output
@@ -315,9 +320,46 @@ struct ColumnsArgs {
   bool vectors_ok;     // every row of every tile is 16-byte aligned
   bool tiles_fastest;  // task order (column_task; A/B: OPRT_TUNE_REDUCE_COLUMN_ORDER)
   float* partials;     // splits > 1: [tile][split][tx * VEC]
+  int64_t src_first, src_end;  // shifted: src's elements lie in [src + src_first, src + src_end)
 };
 
-template <class T, class Index>
+// The 16 bytes that start `bytes` (< 16, a multiple of the element size)
+// into the 32 bytes lo:hi, by a shift of 8, then 4, then 0-3 bytes:
+// selects, not a dynamically indexed array (which would go to local memory).
+template <class T>
+__device__ __forceinline__ Raw16 shifted_window(const Raw16& lo, const Raw16& hi, uint32_t bytes) {
+  const uint32_t w[8] = {lo.w[0], lo.w[1], lo.w[2], lo.w[3], hi.w[0], hi.w[1], hi.w[2], hi.w[3]};
+  uint32_t by8[6], by4[5];
+#pragma unroll
+  for (int i = 0; i < 6; ++i) by8[i] = (bytes & 8) ? w[i + 2] : w[i];
+#pragma unroll
+  for (int i = 0; i < 5; ++i) by4[i] = (bytes & 4) ? by8[i + 1] : by8[i];
+  Raw16 r;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    r.w[i] = sizeof(T) == 4 ? by4[i] : __funnelshift_r(by4[i], by4[i + 1], (bytes & 3) * 8);
+  return r;
+}
+
+// The 16-byte aligned vector at a, or where it reaches outside src's
+// elements [first, end), the part inside it (zeros elsewhere): the shifted
+// loads never read outside src's memory.
+template <class T>
+__device__ __forceinline__ Raw16 load_raw_within(const T* a, const T* first, const T* end) {
+  constexpr int VEC = kVec16<T>;
+  if (a >= first && a + VEC <= end) return load_raw(a);
+  Vec<T, VEC> v;
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) v.v[e] = a + e >= first && a + e < end ? a[e] : from_float<T>(0.0f);
+  return to_raw(v);
+}
+
+// kShifted: rows not 16-byte aligned (odd widths, a misaligned base). Each
+// lane loads the aligned vector under its first column; its neighbour's
+// (one shuffle, the segment's last lane loads it) completes its 16 bytes,
+// shifted into place: vector loads where one would otherwise read each
+// element. The rounds are the same for every thread, as the shuffles need.
+template <class T, class Index, bool kShifted>
 __global__ void __launch_bounds__(kColumnsThreads)
 reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetCalc<1, Index> reduced,
                       ColumnsArgs args) {
@@ -345,21 +387,52 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
       reduced.get(static_cast<Index>(r), o);
       return o[0];
     };
-    for (int64_t r = r0 + ty; r < r1; r += int64_t{TY} * kUnroll) {
+    const int64_t step = int64_t{TY} * kUnroll;
+    for (int64_t r = kShifted ? r0 : r0 + ty; r < r1; r += step) {
       Raw16 raw[kUnroll];  // all loads first (converted after: see Raw16)
+      if constexpr (kShifted) {
+        const int segment = TX < 32 ? TX : 32;  // lanes of a warp along the same row (TX is a power of 2)
+        const bool segment_last = tx % segment == segment - 1;
+        const T* first = src + args.src_first;
+        const T* end = src + args.src_end;
+        Raw16 lo[kUnroll], hi[kUnroll];
+        uint32_t shift[kUnroll];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int64_t ru = r + int64_t{u} * TY;
-        raw[u] = Raw16{};  // all-zero bits are 0.0 in every dtype
-        if (ru >= r1 || col0 >= args.columns) continue;
-        const T* p = base + row_offset(ru);
-        if (full) {
-          raw[u] = load_raw(p);
-        } else {
-          Vec<T, VEC> v;
+        for (int u = 0; u < kUnroll; ++u) {
+          const int64_t ru = r + ty + int64_t{u} * TY;
+          lo[u] = hi[u] = Raw16{};  // all-zero bits are 0.0 in every dtype
+          shift[u] = 0;
+          if (ru >= r1) continue;  // (the same for the whole segment of TX lanes)
+          const T* p = base + row_offset(ru);
+          shift[u] = static_cast<uint32_t>(misalignment16(p));
+          const T* a = p - shift[u] / sizeof(T);
+          lo[u] = load_raw_within(a, first, end);
+          if (segment_last && shift[u] != 0) hi[u] = load_raw_within(a + VEC, first, end);
+        }
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) v.v[e] = col0 + e < args.columns ? p[e] : from_float<T>(0.0f);
-          raw[u] = to_raw(v);
+        for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const uint32_t next = __shfl_down_sync(0xffffffffu, lo[u].w[i], 1, segment);
+            if (!segment_last) hi[u].w[i] = next;
+          }
+          raw[u] = shifted_window<T>(lo[u], hi[u], shift[u]);
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int64_t ru = r + int64_t{u} * TY;
+          raw[u] = Raw16{};  // all-zero bits are 0.0 in every dtype
+          if (ru >= r1 || col0 >= args.columns) continue;
+          const T* p = base + row_offset(ru);
+          if (full) {
+            raw[u] = load_raw(p);
+          } else {
+            Vec<T, VEC> v;
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) v.v[e] = col0 + e < args.columns ? p[e] : from_float<T>(0.0f);
+            raw[u] = to_raw(v);
+          }
         }
       }
 #pragma unroll
@@ -484,6 +557,23 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     // everywhere when the base is (checked at execute) and these strides are.
     d->rows_aligned =
         strides_aligned16(d->reduced, 0, element_size) && strides_aligned16(d->plane_layout, 1, element_size);
+    // Shifted loads for 16-bit only: a float32 row vector is 4 element
+    // loads, which ran faster than the shifted kernel's 60-70 registers and
+    // extra instructions (Nsight Compute, 2047 x 2053 float32: 1.5x the
+    // instructions at a lower issue rate). H200, scripts/nvidia_ab.py, us,
+    // shifted vs element loads: 2047 x 2053 bf16 14.1-15.4 vs 19.3-19.4,
+    // 8191 x 8193 bf16 51.8-52.7 vs 55.1-55.4; float32 18.7-18.8 vs
+    // 13.2-13.3, 92.8 vs 71.8-71.9. A/B: OPRT_TUNE_REDUCE_COLUMN_SHIFTED=0
+    // none, 2 every dtype.
+    const int64_t shifted = tuned("REDUCE_COLUMN_SHIFTED", 1);
+    d->shifted = shifted == 2 || (shifted == 1 && element_size < 4);
+    if (!d->rows_aligned && d->shifted) d->variant = "columns_shifted";
+    d->src_end = 1;
+    const auto extend = [&](int64_t size, int64_t stride) {
+      (stride < 0 ? d->src_first : d->src_end) += (size - 1) * stride;
+    };
+    for (int k = 0; k < kept.ndim; ++k) extend(kept.shape[k], kept.strides[1][k]);
+    for (int k = 0; k < d->reduced.ndim; ++k) extend(d->reduced.shape[k], d->reduced.strides[0][k]);
     const int64_t tiles = d->planes * d->col_tiles;
     // Splits: whole waves of the blocks an SM holds (its registers allow 5
     // of 256 threads), 2 for float32 and 1 for 16-bit, whose tiles are twice
@@ -499,7 +589,11 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     if (fit) {
       dispatch_dtype(d->dtype, [&](auto type) {
         dispatch_index(std::max(d->rows * d->reduced_numel, d->rows), [&](auto index) {
-          per_sm = resident_blocks_per_sm(reduce_columns_kernel<decltype(type), decltype(index)>, kColumnsThreads);
+          using T = decltype(type);
+          using Index = decltype(index);
+          per_sm = d->rows_aligned || !d->shifted
+                       ? resident_blocks_per_sm(reduce_columns_kernel<T, Index, false>, kColumnsThreads)
+                       : resident_blocks_per_sm(reduce_columns_kernel<T, Index, true>, kColumnsThreads);
         });
       });
     }
@@ -712,8 +806,15 @@ void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* parti
   args.partials = partials;
   const int64_t tasks = d.planes * d.col_tiles * d.splits;
   const dim3 block(d.tx, d.ty);
-  reduce_columns_kernel<T, Index><<<grid_for(tasks, 2048 / kColumnsThreads, 2), block, 0, stream>>>(
-      out, src, OffsetCalc<2, Index>(d.plane_layout), OffsetCalc<1, Index>(d.reduced), args);
+  args.src_first = d.src_first;
+  args.src_end = d.src_end;
+  const unsigned grid = grid_for(tasks, 2048 / kColumnsThreads, 2);
+  if (!args.vectors_ok && d.shifted)
+    reduce_columns_kernel<T, Index, true><<<grid, block, 0, stream>>>(
+        out, src, OffsetCalc<2, Index>(d.plane_layout), OffsetCalc<1, Index>(d.reduced), args);
+  else
+    reduce_columns_kernel<T, Index, false><<<grid, block, 0, stream>>>(
+        out, src, OffsetCalc<2, Index>(d.plane_layout), OffsetCalc<1, Index>(d.reduced), args);
   check_launch("reduce_columns_kernel");
   if (d.splits > 1)
     launch_finish(d, finish_columns_kernel<T, Index>, grid_for(ceil_div(d.rows, 8), 8, 2), stream, out, partials,
