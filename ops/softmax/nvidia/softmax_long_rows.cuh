@@ -24,47 +24,70 @@ struct SplitArgs {
   bool evict_first = false;  // rows_twice, rows_resident: the write pass marks its lines first to leave L2
 };
 
+// The first element of p's range [c0, c1) on a 16-byte boundary (c1 if none).
+template <class T>
+__device__ __forceinline__ int64_t first_aligned(const T* p, int64_t c0, int64_t c1) {
+  return c0 + min(c1 - c0, elements_to_alignment(p + c0));
+}
+
 // Visits row elements [c0, c1) of p: the aligned vectors a round at a time
 // (U per thread, all loaded before round(raw, ok, at) sees them: vector u is
 // there when ok[u], at element at[u]) and the scalar ends one by one;
 // kReverse walks the rounds last to first; kEvictFirst loads the vectors
-// under `policy` (l2_evict_first_policy).
-template <bool kReverse, int U, bool kEvictFirst = false, class T, class Round, class Scalar>
+// under `policy` (l2_evict_first_policy). kBlock is blockDim.x: known at
+// compile time, a round's U loads are one address plus constant offsets,
+// and every round but the last is whole, so it runs without per-vector
+// bounds tests.
+template <bool kReverse, int U, int kBlock, bool kEvictFirst = false, class T, class Round, class Scalar>
 __device__ __forceinline__ void visit_chunk(const T* p, int64_t c0, int64_t c1, Round&& round, Scalar&& scalar,
                                             uint64_t policy = 0) {
   constexpr int VEC = kVec16<T>;
-  const int64_t head = min(c1 - c0, elements_to_alignment(p + c0));
-  const int64_t a = c0 + head, vectors = (c1 - a) / VEC, tail = a + vectors * VEC;
-  for (int64_t i = c0 + threadIdx.x; i < a; i += blockDim.x) scalar(i);
-  for (int64_t i = tail + threadIdx.x; i < c1; i += blockDim.x) scalar(i);
-  const int64_t step = int64_t{blockDim.x} * U, rounds = ceil_div(vectors, step);
+  const int64_t a = first_aligned(p, c0, c1), vectors = (c1 - a) / VEC, tail = a + vectors * VEC;
+  for (int64_t i = c0 + threadIdx.x; i < a; i += kBlock) scalar(i);
+  for (int64_t i = tail + threadIdx.x; i < c1; i += kBlock) scalar(i);
+  constexpr int64_t step = int64_t{kBlock} * U;
+  const int64_t rounds = ceil_div(vectors, step), whole = vectors / step;
+  const auto load = [&](const T* at) { return kEvictFirst ? load_raw_evict_first(at, policy) : load_raw(at); };
   for (int64_t k = 0; k < rounds; ++k) {
-    const int64_t v = (kReverse ? rounds - 1 - k : k) * step + threadIdx.x;
+    const int64_t kk = kReverse ? rounds - 1 - k : k;
+    const int64_t v = kk * step + threadIdx.x;
     Raw16 raw[U];
-    bool ok[U];
     int64_t at[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t vu = v + int64_t{u} * blockDim.x;
-      ok[u] = vu < vectors;
-      at[u] = a + vu * VEC;
-      if (ok[u]) raw[u] = kEvictFirst ? load_raw_evict_first(p + at[u], policy) : load_raw(p + at[u]);
+    for (int u = 0; u < U; ++u) at[u] = a + (v + int64_t{u} * kBlock) * VEC;
+    if (kk < whole) {
+      bool ok[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        ok[u] = true;
+        raw[u] = load(p + at[u]);
+      }
+      round(raw, ok, at);
+    } else {
+      bool ok[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        ok[u] = v + int64_t{u} * kBlock < vectors;
+        if (ok[u]) raw[u] = load(p + at[u]);
+      }
+      round(raw, ok, at);
     }
-    round(raw, ok, at);
   }
 }
 
-// Writes exp(x - m) * r for the vector `raw` of row elements i.. of q
-// (kEvictFirst: vectors stored under `policy`).
+// Writes exp(x - m) * r for the vector `raw` of row elements i.. of q: one
+// 16-byte store where `whole` (out_stride 1 and q + i 16-byte aligned: the
+// same for every vector of a chunk, see stores_whole), else element by
+// element (kEvictFirst: vectors stored under `policy`).
 template <class T, bool kEvictFirst = false>
 __device__ __forceinline__ void write_scaled(T* q, int64_t i, const Raw16& raw, float m, float r, int64_t out_stride,
-                                             uint64_t policy = 0) {
+                                             bool whole, uint64_t policy = 0) {
   constexpr int VEC = kVec16<T>;
   float x[VEC];
-  raw_to_floats<T>(raw, x);
+  raw_to_floats_widened<T>(raw, x);
 #pragma unroll
   for (int e = 0; e < VEC; ++e) x[e] = exp_minus(x[e], m) * r;
-  if (out_stride == 1 && aligned16(q + i)) {
+  if (whole) {
     if constexpr (kEvictFirst) {
       Vec<T, VEC> v;
       floats_to_vec(x, v);
@@ -78,12 +101,19 @@ __device__ __forceinline__ void write_scaled(T* q, int64_t i, const Raw16& raw, 
   }
 }
 
+// Whether the vectors of src's chunk [c0, c1) of p (aligned from element a)
+// go to q as whole 16-byte stores: q is contiguous and q + a aligned.
+template <class T>
+__device__ __forceinline__ bool stores_whole(const T* q, int64_t a, int64_t out_stride) {
+  return out_stride == 1 && aligned16(q + a);
+}
+
 // The passes over one (row, chunk) task, shared by the split kernels.
 // chunk_stats: the block's (max, sum) over row elements [c0, c1) of p.
-template <class T, int U>
+template <class T, int U, int kBlock>
 __device__ __forceinline__ Stats chunk_stats(const T* p, int64_t c0, int64_t c1, Stats* slots) {
   Stats st{-INFINITY, 0.0f};
-  visit_chunk<false, U>(
+  visit_chunk<false, U, kBlock>(
       p, c0, c1,
       [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&)[U]) { update_round<T>(st, raw, ok); },
       [&](int64_t i) {
@@ -105,16 +135,17 @@ __device__ __forceinline__ Stats row_scale(const Stats* part, int64_t splits, St
 // q[i] = exp(p[i] - m) * r over [c0, c1), walked last round first: it
 // starts on what the stats pass read last, the likeliest part still in L2.
 // kEvictFirst: the vectors loaded and stored marked first to leave L2.
-template <class T, int U, bool kEvictFirst = false>
+template <class T, int U, int kBlock, bool kEvictFirst = false>
 __device__ __forceinline__ void write_chunk(T* q, const T* p, int64_t c0, int64_t c1, Stats scale,
                                             int64_t out_stride) {
   const uint64_t policy = kEvictFirst ? l2_evict_first_policy() : 0;
-  visit_chunk<true, U, kEvictFirst>(
+  const bool whole = stores_whole(q, first_aligned(p, c0, c1), out_stride);
+  visit_chunk<true, U, kBlock, kEvictFirst>(
       p, c0, c1,
       [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
 #pragma unroll
         for (int u = 0; u < U; ++u)
-          if (ok[u]) write_scaled<T, kEvictFirst>(q, at[u], raw[u], scale.m, scale.s, out_stride, policy);
+          if (ok[u]) write_scaled<T, kEvictFirst>(q, at[u], raw[u], scale.m, scale.s, out_stride, whole, policy);
       },
       [&](int64_t i) { q[i * out_stride] = from_float<T>(exp_minus(to_float(p[i]), scale.m) * scale.s); }, policy);
 }
@@ -162,7 +193,7 @@ softmax_split_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs 
   const int64_t t0 = tasks * blockIdx.x / gridDim.x, t1 = tasks * (blockIdx.x + 1) / gridDim.x;
   for (int64_t task = t0; task < t1; ++task) {
     const ChunkOf<Index> c(rows, args, task);
-    const Stats st = chunk_stats<T, U>(src + c.src_at, c.c0, c.c1, slots);
+    const Stats st = chunk_stats<T, U, kSplitThreads>(src + c.src_at, c.c0, c.c1, slots);
     if (threadIdx.x == 0) args.partials[task] = st;
   }
   cg::this_grid().sync();
@@ -174,7 +205,7 @@ softmax_split_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs 
       scale = row_scale(args.partials + c.row * args.splits, args.splits, slots);
       merged_row = c.row;
     }
-    write_chunk<T, U>(out + c.out_at, src + c.src_at, c.c0, c.c1, scale, args.out_stride);
+    write_chunk<T, U, kSplitThreads>(out + c.out_at, src + c.src_at, c.c0, c.c1, scale, args.out_stride);
   }
 }
 
@@ -192,7 +223,7 @@ softmax_split_stats_kernel(const T* src, OffsetCalc<2, Index> rows, SplitArgs ar
   const int64_t tasks = args.nrows * args.splits;
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
     const ChunkOf<Index> c(rows, args, task);
-    const Stats st = chunk_stats<T, 4>(src + c.src_at, c.c0, c.c1, slots);
+    const Stats st = chunk_stats<T, 4, kSplitThreads>(src + c.src_at, c.c0, c.c1, slots);
     if (threadIdx.x == 0) args.partials[task] = st;
   }
 }
@@ -205,7 +236,7 @@ softmax_split_apply_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Spli
   const int64_t tasks = args.nrows * args.splits;
   for (int64_t k = blockIdx.x; k < tasks; k += gridDim.x) {
     const ChunkOf<Index> c(rows, args, tasks - 1 - k);
-    write_chunk<T, 4>(out + c.out_at, src + c.src_at, c.c0, c.c1, row_scale(args.partials + c.row * args.splits, args.splits, slots),
+    write_chunk<T, 4, kSplitThreads>(out + c.out_at, src + c.src_at, c.c0, c.c1, row_scale(args.partials + c.row * args.splits, args.splits, slots),
                       args.out_stride);
   }
 }
@@ -237,20 +268,20 @@ softmax_rows_twice_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Split
   for (int64_t row = blockIdx.x; row < args.nrows; row += gridDim.x) {
     const ChunkOf<Index> c(rows, args, row);  // (args.splits == 1)
     if constexpr (!kCache) {
-      const Stats st = chunk_stats<T, 4>(src + c.src_at, c.c0, c.c1, slots);
+      const Stats st = chunk_stats<T, 4, kThreads>(src + c.src_at, c.c0, c.c1, slots);
       const Stats scale{st.m, 1.0f / st.s};
       if (args.evict_first)
-        write_chunk<T, 4, true>(out + c.out_at, src + c.src_at, c.c0, c.c1, scale, args.out_stride);
+        write_chunk<T, 4, kThreads, true>(out + c.out_at, src + c.src_at, c.c0, c.c1, scale, args.out_stride);
       else
-        write_chunk<T, 4>(out + c.out_at, src + c.src_at, c.c0, c.c1, scale, args.out_stride);
+        write_chunk<T, 4, kThreads>(out + c.out_at, src + c.src_at, c.c0, c.c1, scale, args.out_stride);
       continue;
     }
     const T* p = src + c.src_at;
     T* q = out + c.out_at;
-    const int64_t a = c.c0 + min(c.c1 - c.c0, elements_to_alignment(p + c.c0));  // first aligned element
+    const int64_t a = first_aligned(p, c.c0, c.c1);
     const int64_t cached = min((c.c1 - a) / VEC, cache_vectors);
     Stats st{-INFINITY, 0.0f};
-    visit_chunk<false, 4>(
+    visit_chunk<false, 4, kThreads>(
         p, c.c0, c.c1,
         [&](const Raw16 (&raw)[4], const bool (&ok)[4], const int64_t (&at)[4]) {
 #pragma unroll
@@ -268,15 +299,16 @@ softmax_rows_twice_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Split
     const Stats scale{st.m, 1.0f / st.s};
     const int64_t rest = cached > 0 ? a + cached * VEC : c.c0;  // read again from here on
     if (args.evict_first)
-      write_chunk<T, 4, true>(q, p, rest, c.c1, scale, args.out_stride);
+      write_chunk<T, 4, kThreads, true>(q, p, rest, c.c1, scale, args.out_stride);
     else
-      write_chunk<T, 4>(q, p, rest, c.c1, scale, args.out_stride);
+      write_chunk<T, 4, kThreads>(q, p, rest, c.c1, scale, args.out_stride);
     if (cached > 0) {
       for (int64_t i = c.c0 + threadIdx.x; i < a; i += kThreads)
         q[i * args.out_stride] = from_float<T>(exp_minus(to_float(p[i]), scale.m) * scale.s);
+      const bool whole = stores_whole(q, a, args.out_stride);
 #pragma unroll 4
       for (int64_t v = threadIdx.x; v < cached; v += kThreads)
-        write_scaled<T>(q, a + v * VEC, row_cache[v], scale.m, scale.s, args.out_stride);
+        write_scaled<T>(q, a + v * VEC, row_cache[v], scale.m, scale.s, args.out_stride, whole);
     }
     __syncthreads();  // the cache is the next row's
   }
@@ -314,7 +346,7 @@ softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitAr
   const T* p = src + offsets[1];
   T* q = out + offsets[0];
   const int64_t c0 = active ? split * args.chunk : 0, c1 = active ? min(args.length, c0 + args.chunk) : 0;
-  const int64_t a = c0 + min(c1 - c0, elements_to_alignment(p + c0));  // first aligned element
+  const int64_t a = first_aligned(p, c0, c1);
   const int64_t cached = min((c1 - a) / VEC, cache_vectors);           // vectors from a on, in `cache`
   const int64_t rest = a + cached * VEC;                               // read from global memory
   const int pieces = static_cast<int>(ceil_div(cached, kPieceVectors));
@@ -341,7 +373,7 @@ softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitAr
     update(st, x);
   };
   for (int64_t i = c0 + threadIdx.x; i < a; i += blockDim.x) stats_scalar(i);
-  visit_chunk<false, U>(
+  visit_chunk<false, U, kResidentThreads>(
       p, rest, c1,
       [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&)[U]) { update_round<T>(st, raw, ok); },
       stats_scalar);
@@ -370,17 +402,18 @@ softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitAr
   const auto write_pass = [&](auto evict_first) {
     constexpr bool kEvictFirst = decltype(evict_first)::value;
     const uint64_t policy = kEvictFirst ? l2_evict_first_policy() : 0;
-    visit_chunk<true, U, kEvictFirst>(
+    const bool whole = stores_whole(q, a, args.out_stride);
+    visit_chunk<true, U, kResidentThreads, kEvictFirst>(
         p, rest, c1,
         [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
 #pragma unroll
           for (int u = 0; u < U; ++u)
-            if (ok[u]) write_scaled<T, kEvictFirst>(q, at[u], raw[u], m, r, args.out_stride, policy);
+            if (ok[u]) write_scaled<T, kEvictFirst>(q, at[u], raw[u], m, r, args.out_stride, whole, policy);
         },
         write_scalar, policy);
 #pragma unroll 4
     for (int64_t v = threadIdx.x; v < cached; v += kResidentThreads)
-      write_scaled<T, kEvictFirst>(q, a + v * VEC, cache[v], m, r, args.out_stride, policy);
+      write_scaled<T, kEvictFirst>(q, a + v * VEC, cache[v], m, r, args.out_stride, whole, policy);
   };
   if (args.evict_first)
     write_pass(std::true_type{});

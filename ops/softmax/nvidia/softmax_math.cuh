@@ -60,7 +60,7 @@ __device__ __forceinline__ void update_round(Stats& st, const Raw16 (&raw)[U], c
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     float y[VEC];
-    raw_to_floats<T>(raw[u], y);
+    raw_to_floats_widened<T>(raw[u], y);
     mu[u] = ok[u] ? tree_max(y) : -INFINITY;
   }
   const float m = fmaxf(st.m, tree_max(mu));
@@ -70,7 +70,7 @@ __device__ __forceinline__ void update_round(Stats& st, const Raw16 (&raw)[U], c
     for (int u = 0; u < U; ++u) {
       if (!ok[u]) continue;
       float y[VEC];
-      raw_to_floats<T>(raw[u], y);
+      raw_to_floats_widened<T>(raw[u], y);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) acc[e] += term(y[e]);
     }
