@@ -43,7 +43,10 @@ __device__ __forceinline__ void visit_chunk(const T* p, int64_t c0, int64_t c1, 
                                             uint64_t policy = 0) {
   constexpr int VEC = kVec16<T>;
   const int64_t a = first_aligned(p, c0, c1), vectors = (c1 - a) / VEC, tail = a + vectors * VEC;
+  // (at most one element a thread: not unrolled, which only grew the code)
+#pragma unroll 1
   for (int64_t i = c0 + threadIdx.x; i < a; i += kBlock) scalar(i);
+#pragma unroll 1
   for (int64_t i = tail + threadIdx.x; i < c1; i += kBlock) scalar(i);
   constexpr int64_t step = int64_t{kBlock} * U;
   const int64_t rounds = ceil_div(vectors, step), whole = vectors / step;
