@@ -104,8 +104,8 @@ __device__ __forceinline__ void write_scaled(T* q, int64_t i, const Raw16& raw, 
   }
 }
 
-// Whether the vectors of src's chunk [c0, c1) of p (aligned from element a)
-// go to q as whole 16-byte stores: q is contiguous and q + a aligned.
+// Whether a chunk's vectors, which start at element a (on a 16-byte
+// boundary of src), go to q as 16-byte stores: q contiguous, q + a aligned.
 template <class T>
 __device__ __forceinline__ bool stores_whole(const T* q, int64_t a, int64_t out_stride) {
   return out_stride == 1 && aligned16(q + a);
