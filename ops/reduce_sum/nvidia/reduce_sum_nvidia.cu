@@ -568,12 +568,9 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     const int64_t shifted = tuned("REDUCE_COLUMN_SHIFTED", 1);
     d->shifted = shifted == 2 || (shifted == 1 && element_size < 4);
     if (!d->rows_aligned && d->shifted) d->variant = "columns_shifted";
-    d->src_end = 1;
-    const auto extend = [&](int64_t size, int64_t stride) {
-      (stride < 0 ? d->src_first : d->src_end) += (size - 1) * stride;
-    };
-    for (int k = 0; k < kept.ndim; ++k) extend(kept.shape[k], kept.strides[1][k]);
-    for (int k = 0; k < d->reduced.ndim; ++k) extend(d->reduced.shape[k], d->reduced.strides[0][k]);
+    d->src_end = 1;  // [src_first, src_end): the element offsets src's view reaches
+    for (int k = 0; k < p.src.ndim; ++k)
+      (p.src.strides[k] < 0 ? d->src_first : d->src_end) += (p.src.shape[k] - 1) * p.src.strides[k];
     const int64_t tiles = d->planes * d->col_tiles;
     // Splits: whole waves of the blocks an SM holds (its registers allow 5
     // of 256 threads), 2 for float32 and 1 for 16-bit, whose tiles are twice
