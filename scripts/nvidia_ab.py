@@ -42,9 +42,13 @@ SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
     ("long_5x3M+7", (5, 3 * 1024 * 1024 + 7), -1, ("bfloat16",)),
     ("long_32x1M", (32, 1024 * 1024), -1, ("float32", "bfloat16")),
     ("long_1x16M", (1, 16 * 1024 * 1024), -1, ("float32", "bfloat16")),
-    ("rows_2048x65536", (2048, 65536), -1, ("float32", "bfloat16")),
+    ("rows_2048x65536", (2048, 65536), -1, ("float32", "float16", "bfloat16")),
     ("rows_4096x40000", (4096, 40000), -1, ("float32", "bfloat16")),  # clusters of 2 (16-bit) / 4 without rows_twice
-    ("vocab_4096x151936", (4096, 151936), -1, ("float32", "bfloat16")),
+    ("vocab_4096x151936", (4096, 151936), -1, ("float32", "float16", "bfloat16")),
+    ("vocab_32x151936", (32, 151936), -1, ("float32", "bfloat16")),
+    ("few_64x50000", (64, 50000), -1, ("float32", "bfloat16")),
+    ("few_3x300000", (3, 300000), -1, ("float32", "bfloat16")),  # rows_shared16: 48 blocks (planned: rows_resident)
+    ("few_16x300000", (16, 300000), -1, ("float32", "bfloat16")),
     ("dim0_8192x8192", (8192, 8192), 0, ("float32", "float16", "bfloat16")),
     ("dim0_4096x1024", (4096, 1024), 0, ("float32", "bfloat16")),
     ("dim0_32x2048x512", (32, 2048, 512), 1, ("bfloat16",)),
@@ -84,6 +88,17 @@ SOFTMAX_CONFIGS = [
     ("twice_512", {"SOFTMAX_TWICE_THREADS": 512}),  # (planned for rows of fewer than 4 rounds of 1024 threads)
     ("twice_1024", {"SOFTMAX_TWICE_THREADS": 1024}),  # 1 block resident per SM: fewer rows in L2
     ("twice_1024_grid1", {"SOFTMAX_TWICE_THREADS": 1024, "SOFTMAX_TWICE_BLOCKS": 1}),
+    # rows_shared (rows_twice's aligned rows read once by a cluster): off, shared memory per block, cluster cap
+    ("no_shared", {"SOFTMAX_SHARED": 0}),
+    ("shared_kb40", {"SOFTMAX_SHARED_KB": 40}),
+    ("shared_min_blocks1", {"SOFTMAX_SHARED_MIN_BLOCKS": 1}),  # few rows: rows_shared however few blocks it has
+    ("shared_kb56", {"SOFTMAX_SHARED_KB": 56}),
+    ("shared_kb20", {"SOFTMAX_SHARED_KB": 20}),
+    ("shared_kb76", {"SOFTMAX_SHARED_KB": 76}),
+    ("shared_kb80", {"SOFTMAX_SHARED_KB": 80}),
+    ("shared_kb110", {"SOFTMAX_SHARED_KB": 110}),
+    ("shared_kb160", {"SOFTMAX_SHARED_KB": 160}),
+    ("shared_max8", {"SOFTMAX_SHARED_MAX": 8}),
     ("min_blocks2", {"SOFTMAX_MIN_BLOCKS": 2}),
     ("slots4", {"SOFTMAX_SLOTS": 4}),
     ("waves1", {"SOFTMAX_WAVES": 1}),

@@ -229,7 +229,8 @@ VARIANT_CASES = [
     ("softmax-rows-warp-4-slots", "softmax", [(512, 1000)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-block-8-slots", "softmax", [(64, 20000)], "offset", {"dim": -1}, None),
     ("softmax-rows-block-1024-threads", "softmax", [(64, 16000)], "offset", {"dim": -1}, None),
-    ("softmax-rows-cluster2", "softmax", [(64, 50000)], "contiguous", {"dim": -1}, None),
+    ("softmax-rows-cluster2", "softmax", [(64, 50000)], "contiguous",
+     {"dim": -1, "tune": {"SOFTMAX_SHARED": 0}}, None),
     ("softmax-rows-cluster4-unaligned", "softmax", [(7, 65537)], "offset", {"dim": -1}, None),
     ("softmax-rows-cluster8", "softmax", [(16, 200001)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-resident", "softmax", [(3, 300001)], "contiguous", {"dim": -1}, None),
@@ -256,9 +257,31 @@ VARIANT_CASES = [
     ("softmax-rows-twice-cached", "softmax", [(300, 70001)], "offset",
      {"dim": -1, "tune": {"SOFTMAX_TWICE_CACHE_KB": 1 << 20}, "nvidia_variant": "rows_twice"}, None),
     ("softmax-rows-twice-one-block-per-sm", "softmax", [(300, 33000)], "contiguous",
-     {"dim": -1, "tune": {"SOFTMAX_TWICE_BLOCKS": 1}, "nvidia_variant": "rows_twice"}, None),
+     {"dim": -1, "tune": {"SOFTMAX_TWICE_BLOCKS": 1, "SOFTMAX_SHARED": 0}, "nvidia_variant": "rows_twice"}, None),
     # rows of 4+ rounds of 1024 threads' loads: 1024-thread blocks (float32 rows of 65536+)
     ("softmax-rows-twice-1024-threads", "softmax", [(300, 70001)], "offset", {"dim": -1, "nvidia_variant": "rows_twice"},
+     None),
+    # rows_twice's rows where they start 16-byte aligned and are whole vectors long: a cluster per row, each
+    # block's slice (<= 80 KB) in shared memory (nvidia: rows_shared<C>). 40008: the last slice shorter, a
+    # part bulk copy; rows padded apart (the offset calculator); slices of <= 10 KB (clusters of 16 / 8);
+    # one block per row (160 / 80 KB); planned, but the base not 16-byte aligned at execute: rows_twice runs
+    ("softmax-rows-shared", "softmax", [(270, 40008)], "contiguous",
+     {"dim": -1, "nvidia_variant": {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
+     None),
+    ("softmax-rows-shared-padded", "softmax", [(270, 40008)], "padded-rows",
+     {"dim": -1, "nvidia_variant": {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
+     None),
+    ("softmax-rows-shared-large-clusters", "softmax", [(270, 40008)], "contiguous",
+     {"dim": -1, "tune": {"SOFTMAX_SHARED_KB": 10},
+      "nvidia_variant": {"float32": "rows_shared16", "float16": "rows_shared8", "bfloat16": "rows_shared8"}}, None),
+    ("softmax-rows-shared-one-block", "softmax", [(270, 40008)], "contiguous",
+     {"dim": -1, "tune": {"SOFTMAX_SHARED_KB": 200}, "nvidia_variant": "rows_shared1"}, None),
+    # few rows (70; rows_cluster without rows_shared), the grid at least half the SMs' worth of blocks
+    ("softmax-rows-shared-few-rows", "softmax", [(70, 40008)], "contiguous",
+     {"dim": -1, "nvidia_variant": {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
+     None),
+    ("softmax-rows-shared-unaligned-base", "softmax", [(270, 40008)], "offset",
+     {"dim": -1, "nvidia_variant": {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
      None),
 
     # rows_block rows of at most 2 blocks per SM, more rows than the resident grid has blocks: rows
@@ -537,6 +560,33 @@ def test_many_long_row_softmax_special_values(cuda_backend, dt, tune, monkeypatc
         src[r + 5, n - 5:] = 40.0             # the row's max among its last elements
     _set_tune(tune, monkeypatch, request)
     _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, f"many long rows {tune}")
+
+
+@pytest.mark.parametrize("tune", [{}, {"SOFTMAX_SHARED_KB": 20}, {"SOFTMAX_SHARED_KB": 200}],
+                         ids=["planned", "clusters-of-16-8", "140-kb-slices"])
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_shared_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, request):
+    """-inf, +inf and NaN in many aligned long rows (nvidia: rows_shared,
+    float32 rows of 70000 in clusters of 4, bf16 of 2; told: clusters of
+    16 / 8, or 140 KB slices, 2 / 1 blocks per row): at row ends, in whole slices of -inf, and in a row
+    whose only finite value sits in its last slice; out of place and in place."""
+    rows, n = 300, 70000
+    src = _randn((rows, n), dt, 36)
+    src[1, 0] = math.nan                  # the first element NaN: NaN row
+    src[2, n - 1] = math.inf              # the last element +inf: NaN row
+    src[3] = -math.inf                    # all -inf: NaN row
+    src[4] = -math.inf
+    src[4, n - 1] = 1.0                   # one finite value, the last: 1 there, 0 elsewhere
+    src[5, : n // 2] = -math.inf          # the first half (whole slices) -inf
+    src[6, n // 2:] = -math.inf           # the second half
+    src[7, n - 5:] = 40.0                 # the row's max among its last elements
+    src[8, n // 2] = 40.0                 # ... in a middle slice
+    src[299, ::3] = -math.inf
+    _set_tune(tune, monkeypatch, request)
+    _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, f"aligned long rows {tune}")
+    in_place = src.clone()
+    oprt.softmax_(in_place, in_place, -1, backend=cuda_backend)
+    _check_softmax_special_rows(in_place, src, f"aligned long rows in place {tune}")
 
 
 @pytest.mark.parametrize("tune", [{}, {"SOFTMAX_STREAM_BELOW": 64}, {"SOFTMAX_DENSE": 0, "SOFTMAX_STREAM": 0}],

@@ -28,6 +28,12 @@
 //            reads and writes first to leave L2; float32 rows past 256 KB
 //            per SM keep their first ~110-220 KB in shared memory between
 //            the passes; no workspace
+//   rows_shared<C>  the long rows above (twice, cluster, resident, split)
+//            where they start 16-byte aligned and are whole vectors long,
+//            up to 1.25 MiB (sm_90): a cluster of C blocks per row, each
+//            bulk-copying its slice (<= 80 KB) into shared memory, so src
+//            is read once; max and sum exchanged across the cluster. The
+//            plan under it runs where a base is not 16-byte aligned
 //   rows_resident  the same for no more rows than SMs and up to 96 MB
 //            (sm_90), each chunk's first ~224 KB kept in shared memory
 //            between the passes
@@ -36,11 +42,12 @@
 //            softmax dim, split over blocks through the workspace
 //   strided  the columns kernels with scalar loads, for any other layout
 // Special values follow torch: a row holding NaN or +inf, or all -inf, is NaN.
-// The kernels live in softmax_{math,rows,long_rows,columns}.cuh; this file
-// plans (create) and launches (execute).
+// The kernels live in softmax_{math,rows,long_rows,shared_rows,columns}.cuh;
+// this file plans (create) and launches (execute).
 #include "softmax_nvidia.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -54,6 +61,7 @@
 #include "softmax_long_rows.cuh"
 #include "softmax_math.cuh"
 #include "softmax_rows.cuh"
+#include "softmax_shared_rows.cuh"
 
 namespace oprt::nvidia {
 namespace {
@@ -90,11 +98,14 @@ struct SoftmaxNvidia : oprt_descriptor {
   int column_cluster = 0;   // columns_cluster: blocks per tile (0: the columns kernels)
   int cluster_tx = 8;       // columns_cluster: threads across a tile
   int64_t cluster_chunk = 0, cluster_col_tiles = 0;
+  int shared_cluster = 0;     // rows_shared<C>: blocks per row (0: not planned)
+  int64_t slice_vectors = 0;  // rows_shared: 16-byte vectors of a row per block
 };
 
 constexpr int kRowSlots = 8;  // 16-byte vectors of a row kept in registers per thread
 constexpr int kMaxCluster = 8;             // the portable thread block cluster size
 constexpr int kMaxColumnCluster = 16;      // columns_cluster: the largest (non-portable) cluster
+constexpr int kMaxSharedCluster = 16;      // rows_shared: the largest (non-portable) cluster
 
 // The shared memory a resident block holds its chunk in (on the current device).
 template <class T, class Index>
@@ -276,7 +287,60 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
   });
 }
 
-SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src, int32_t dim) {
+// Turns a long-row plan into rows_shared<C> where it applies: sm_90 and
+// newer, rows 16-byte aligned and whole vectors long, out contiguous along
+// the dim (the bases are checked at execute, else the plan runs), and a
+// row cut into the fewest slices of at most SOFTMAX_SHARED_KB (a power of
+// two of them, at most kMaxSharedCluster) whose cluster the device holds.
+// Slices of 64-80 KB (2 blocks per SM) ran fastest; smaller ones, more
+// blocks per row, wait longer on the cluster's slowest block (H200,
+// scripts/nvidia_ab.py, us, 80 / 40 / 20 KB against rows_twice: vocab 4096 x
+// 151936 bf16 716 / 784 / 1150 vs 798, float32 1356 / 1547 / - vs 1633;
+// 2048 x 65536 bf16 145 / 159 / 216 vs 166; 4096 x 40000 bf16 171 / 180 /
+// 243 vs 214; 160 KB slices: vocab bf16 832, 4096 x 40000 float32 340 vs 346).
+// Few rows keep the same slices: smaller ones in clusters of 16, to fill
+// the GPU, ran slower (32 x 151936 bf16 17.2 vs 15.6, float32 20.5 vs 18.8;
+// 64 x 50000 bf16 21.5 vs 11.4; against rows_cluster / rows_resident 19.2,
+// 19.5, 11.4); under half the SMs' worth of blocks, the plan stays (3 x
+// 300000: rows_resident 11.9-12.2 us vs 11.5-12.3, even).
+void plan_shared_rows(SoftmaxNvidia& d) {
+  const int element_size = find_dtype(d.dtype)->size;
+  const int vec = 16 / element_size;
+  const bool aligned_rows = strides_aligned16(d.rows, element_size);
+  if (tuned("SOFTMAX_SHARED", 1) != 1 || current_device_info().cc_major < 9 || !aligned_rows ||
+      d.length % vec != 0 || d.out_stride != 1)
+    return;
+  const int64_t cap = std::max<int64_t>(1, tuned("SOFTMAX_SHARED_KB", 80)) << 10;
+  const int64_t max_c =
+      std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_SHARED_MAX", kMaxSharedCluster)), 1, kMaxSharedCluster);
+  const int64_t row_vectors = d.length / vec;
+  // (too few blocks for half the SMs: the plan under it, rows_resident or
+  // rows_split2, spreads such rows over every SM)
+  const int64_t min_blocks = tuned("SOFTMAX_SHARED_MIN_BLOCKS", current_device_info().sm_count / 2);
+  for (int c = 1; c <= max_c; c *= 2) {
+    const int64_t slice = ceil_div(row_vectors, int64_t{c});
+    const size_t smem = static_cast<size_t>(slice) * sizeof(Raw16);
+    if (static_cast<int64_t>(smem) > cap || ceil_div(slice, int64_t{kSharedPieceVectors}) > kMaxSharedPieces)
+      continue;
+    if (d.nrows * c > INT32_MAX || d.nrows * c < min_blocks) return;
+    dispatch_dtype(d.dtype, [&](auto type) {
+      dispatch_index(d.nrows, [&](auto index) {  // as execute does
+        visit_pow2<1, kMaxSharedCluster>(c, "softmax rows_shared: blocks per row", [&](auto cc) {
+          constexpr auto kernel = softmax_rows_shared_kernel<decltype(type), cc.value, decltype(index)>;
+          if (cc.value > kMaxCluster) allow_large_clusters<kernel>();
+          if (opt_in_dynamic_smem<kernel>() >= smem && resident_clusters(kernel, c, kSharedThreads, smem) > 0)
+            d.shared_cluster = c;
+        });
+      });
+    });
+    if (d.shared_cluster == 0) continue;  // (a larger cluster, smaller slices)
+    d.slice_vectors = slice;
+    d.variant = "rows_shared" + std::to_string(c);
+    return;
+  }
+}
+
+SoftmaxNvidia* plan(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src, int32_t dim) {
   SoftmaxProblem p = plan_softmax(out, src, dim);
   require_nvidia_dtype(p.src, "src");
   auto* d = new SoftmaxNvidia;
@@ -478,6 +542,16 @@ SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* s
   return d;
 }
 
+// rows_shared where it applies takes the rows planned to be read twice or
+// held in a cluster's registers (the plan stays, for a misaligned base).
+SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src, int32_t dim) {
+  std::unique_ptr<SoftmaxNvidia> d(plan(out, src, dim));
+  const bool long_rows = d->kind == Kind::kTwice || d->kind == Kind::kResident || d->kind == Kind::kSplit ||
+                         d->kind == Kind::kSplit2 || (d->kind == Kind::kRows && d->cluster > 1);
+  if (long_rows) plan_shared_rows(*d);
+  return d.release();
+}
+
 // ---- launch --------------------------------------------------------------------------
 // rows_warp / rows_block: the dense kernel where d.dense and the bases are
 // equally aligned (both aligned, unless the rows are shifted anyway).
@@ -529,6 +603,20 @@ void launch_rows_cluster(const SoftmaxNvidia& d, T* out, const T* src, cudaStrea
               d.block, 0, stream, out, src, OffsetCalc<2, Index>(d.rows), d.nrows, d.length, d.out_stride, d.shift);
 }
 
+template <class T, class Index>
+void launch_rows_shared(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
+  visit_pow2<1, kMaxSharedCluster>(d.shared_cluster, "softmax rows_shared: blocks per row", [&](auto c) {
+    constexpr auto kernel = softmax_rows_shared_kernel<T, c.value, Index>;
+    if (c.value > kMaxCluster) allow_large_clusters<kernel>();  // on this device (the descriptor may be another's)
+    const size_t smem = static_cast<size_t>(d.slice_vectors) * sizeof(Raw16);
+    if (opt_in_dynamic_smem<kernel>() < smem)
+      fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows_shared: %zu bytes of shared memory do not fit", smem);
+    const SharedRowsArgs args{d.length, d.slice_vectors};
+    launch_with(cluster_attribute(c.value), kernel, static_cast<unsigned>(d.nrows * c.value), kSharedThreads, smem,
+                stream, out, src, OffsetCalc<2, Index>(d.rows), args);
+  });
+}
+
 void launch_combine(Stats* partials, int64_t groups, int64_t splits, int64_t width, cudaStream_t stream) {
   if (splits == 1) return;  // a single split is already final
   combine_stats_kernel<<<grid_for(ceil_div(groups * width, 8), 8, 2), 256, 0, stream>>>(partials, groups, splits,
@@ -538,6 +626,9 @@ void launch_combine(Stats* partials, int64_t groups, int64_t splits, int64_t wid
 
 template <class T, class Index>
 void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaStream_t stream) {
+  // rows_shared bulk-copies rows and stores whole vectors: both bases 16-byte aligned; else the plan under it
+  if (d.shared_cluster > 0 && aligned16(out) && aligned16(src))
+    return launch_rows_shared<T, Index>(d, out, src, stream);
   if (d.kind == Kind::kRows) {
     if (d.cluster > 1) {  // rows_cluster<C>
       return visit_pow2<2, kMaxCluster>(d.cluster, "softmax rows_cluster: blocks per row", [&](auto c) {

@@ -1,0 +1,109 @@
+// Private to softmax_nvidia.cu: many long rows read once (rows_shared<C>).
+// A cluster of C blocks per row; each block bulk-copies (TMA) its slice of
+// the row into shared memory, takes the slice's (max, sum) as the copies
+// land, merges the C results through distributed shared memory in rank
+// order, and writes its slice from shared memory. src leaves DRAM once,
+// where rows_twice reads it twice (the second time partly from L2). Two
+// blocks per SM (slices of up to 80 KB) keep two rows in flight, so one
+// block's copies overlap the other's writes. Takes rows that start 16-byte
+// aligned and are whole vectors long, written contiguously.
+#ifndef OPRT_SOFTMAX_NVIDIA_SHARED_ROWS_CUH_
+#define OPRT_SOFTMAX_NVIDIA_SHARED_ROWS_CUH_
+
+#include <cuda/ptx>
+
+#include "../../common/nvidia/offset_calc.cuh"
+#include "softmax_long_rows.cuh"
+#include "softmax_math.cuh"
+
+namespace oprt::nvidia {
+namespace {
+
+constexpr int kSharedThreads = 256;
+constexpr int kSharedUnroll = 4;                                    // vectors a thread takes from a piece
+constexpr int kSharedPieceVectors = kSharedThreads * kSharedUnroll;  // one bulk copy: 16 KB
+constexpr int kMaxSharedPieces = 14;                                 // 224 KB: more than a block holds
+
+struct SharedRowsArgs {
+  int64_t length;
+  int64_t slice_vectors;  // block `rank` holds a row's vectors [rank * slice_vectors, +slice_vectors)
+};
+
+// Block `rank` of row blockIdx.x / C holds the row's vectors
+// [rank * slice_vectors, +slice_vectors) (fewer in the last slices), in
+// 16 KB bulk copies, each taken in one update_round (4 vectors a thread)
+// as it lands. (H200, scripts/nvidia_ab.py, us: 8 vectors a thread, 32 KB
+// copies, vocab 4096 x 151936 fp16 818 vs 715; 2 a thread in 16 KB copies,
+// bf16 793 vs 714; 512-thread blocks, 32 KB copies: bf16 755.)
+template <class T, int C, class Index>
+__global__ void __launch_bounds__(kSharedThreads)
+softmax_rows_shared_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SharedRowsArgs a) {
+#if __CUDA_ARCH__ >= 900
+  constexpr int VEC = kVec16<T>, U = kSharedUnroll, kPiece = kSharedPieceVectors;
+  extern __shared__ Raw16 slice[];
+  __shared__ uint64_t landed[kMaxSharedPieces];  // one mbarrier per bulk copy (each used once)
+  __shared__ Stats slots[kMaxWarps];
+  __shared__ Stats block_stats;  // read by the cluster's other blocks
+  const int64_t row = blockIdx.x / C;
+  const int rank = static_cast<int>(blockIdx.x % C);  // (clusters are C consecutive blocks along x)
+  int64_t offsets[2];
+  rows.get(static_cast<Index>(row), offsets);
+  const int64_t v0 = rank * a.slice_vectors;
+  const int64_t count = max(int64_t{0}, min(a.slice_vectors, a.length / VEC - v0));  // this block's vectors
+  const T* p = src + offsets[1] + v0 * VEC;
+  T* q = out + offsets[0] + v0 * VEC;
+  const int pieces = static_cast<int>(ceil_div(count, int64_t{kPiece}));
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < pieces; ++k) cuda::ptx::mbarrier_init(&landed[k], 1);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the barriers, as the copy engine sees them
+    // every piece in flight at once: nothing is reused, and the stats of
+    // the first overlap the loads of the rest
+    for (int k = 0; k < pieces; ++k) {
+      const int64_t first = int64_t{k} * kPiece;
+      const uint32_t bytes = static_cast<uint32_t>(min(int64_t{kPiece}, count - first) * sizeof(Raw16));
+      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                           &landed[k], bytes);
+      cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, slice + first, p + first * VEC,
+                               bytes, &landed[k]);
+    }
+  }
+  __syncthreads();  // no thread waits on a barrier before it is initialized
+  Stats st{-INFINITY, 0.0f};
+  for (int k = 0; k < pieces; ++k) {
+    while (!cuda::ptx::mbarrier_try_wait_parity(&landed[k], 0)) {
+    }
+    Raw16 raw[U];
+    bool ok[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t v = int64_t{k} * kPiece + u * kSharedThreads + threadIdx.x;
+      ok[u] = v < count;
+      if (ok[u]) raw[u] = slice[v];
+    }
+    update_round<T>(st, raw, ok);
+  }
+  st = block_merge(st, slots);
+  if constexpr (C > 1) {
+    cg::cluster_group cluster = cg::this_cluster();
+    if (threadIdx.x == 0) block_stats = st;
+    cluster.sync();  // every block's block_stats visible to the cluster
+    st = *cluster.map_shared_rank(&block_stats, 0);
+#pragma unroll
+    for (int r = 1; r < C; ++r) st = merge(st, *cluster.map_shared_rank(&block_stats, r));
+    // Done reading the others' block_stats: arrive now, wait before
+    // leaving, so no block waits on the slowest one's writes.
+    __cluster_barrier_arrive();
+  }
+  const float m = st.m, r = 1.0f / st.s;
+#pragma unroll 4
+  for (int64_t v = threadIdx.x; v < count; v += kSharedThreads) write_scaled<T>(q, v * VEC, slice[v], m, r, 1, true);
+  if constexpr (C > 1) __cluster_barrier_wait();  // no block leaves while another may read its block_stats
+#else
+  __trap();  // planned only on sm_90 and newer
+#endif
+}
+
+}  // namespace
+}  // namespace oprt::nvidia
+
+#endif
