@@ -46,6 +46,7 @@ SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
     ("rows_4096x40000", (4096, 40000), -1, ("float32", "bfloat16")),  # clusters of 2 (16-bit) / 4 without rows_twice
     ("vocab_4096x151936", (4096, 151936), -1, ("float32", "float16", "bfloat16")),
     ("vocab_32x151936", (32, 151936), -1, ("float32", "bfloat16")),
+    ("gpt2_4096x50257", (4096, 50257), -1, ("float32", "bfloat16")),  # rows not whole vectors long
     ("few_64x50000", (64, 50000), -1, ("float32", "bfloat16")),
     ("few_3x300000", (3, 300000), -1, ("float32", "bfloat16")),  # rows_shared16: 48 blocks (planned: rows_resident)
     ("few_16x300000", (16, 300000), -1, ("float32", "bfloat16")),

@@ -232,7 +232,8 @@ VARIANT_CASES = [
     ("softmax-rows-cluster2", "softmax", [(64, 50000)], "contiguous",
      {"dim": -1, "tune": {"SOFTMAX_SHARED": 0}}, None),
     ("softmax-rows-cluster4-unaligned", "softmax", [(7, 65537)], "offset", {"dim": -1}, None),
-    ("softmax-rows-cluster8", "softmax", [(16, 200001)], "contiguous", {"dim": -1}, None),
+    ("softmax-rows-cluster8", "softmax", [(16, 200001)], "contiguous", {"dim": -1, "tune": {"SOFTMAX_SHARED": 0}},
+     None),
     ("softmax-rows-resident", "softmax", [(3, 300001)], "contiguous", {"dim": -1}, None),
     ("softmax-rows-resident-unaligned", "softmax", [(2, (1 << 21) + 3)], "offset", {"dim": -1}, None),
     ("softmax-rows-resident-partly-cached", "softmax", [(5, 270001)], "offset",
@@ -244,23 +245,26 @@ VARIANT_CASES = [
     ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous",
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}, "nvidia_variant": "rows_split2"}, None),
     ("softmax-rows-split-unaligned", "softmax", [(5, 270001)], "offset",
-     {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}, "nvidia_variant": "rows_split2"}, None),
+     {"dim": -1, "tune": {"SOFTMAX_SHARED": 0, "SOFTMAX_RESIDENT": 0}, "nvidia_variant": "rows_split2"}, None),
     ("softmax-rows-split-cooperative", "softmax", [(5, 270001)], "offset",
-     {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0, "SOFTMAX_SPLIT_LAUNCHES": 1}, "nvidia_variant": "rows_split"}, None),
+     {"dim": -1, "tune": {"SOFTMAX_SHARED": 0, "SOFTMAX_RESIDENT": 0, "SOFTMAX_SPLIT_LAUNCHES": 1},
+      "nvidia_variant": "rows_split"}, None),
     # more than two long rows per SM, a block per row reading it twice (nvidia: rows_twice)
-    ("softmax-rows-twice", "softmax", [(270, 40001)], "offset", {"dim": -1, "nvidia_variant": "rows_twice"}, None),
+    ("softmax-rows-twice", "softmax", [(270, 40001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_SHARED": 0}, "nvidia_variant": "rows_twice"}, None),
     # the row's first vectors kept in shared memory between the passes: 8 KB of it (the rest read twice), none
     ("softmax-rows-twice-partly-cached", "softmax", [(270, 40001)], "offset",
-     {"dim": -1, "tune": {"SOFTMAX_TWICE_CACHE_KB": 8}, "nvidia_variant": "rows_twice"}, None),
+     {"dim": -1, "tune": {"SOFTMAX_SHARED": 0, "SOFTMAX_TWICE_CACHE_KB": 8}, "nvidia_variant": "rows_twice"}, None),
     ("softmax-rows-twice-no-cache", "softmax", [(270, 40001)], "offset",
-     {"dim": -1, "tune": {"SOFTMAX_TWICE_CACHE_KB": 0}, "nvidia_variant": "rows_twice"}, None),
+     {"dim": -1, "tune": {"SOFTMAX_SHARED": 0, "SOFTMAX_TWICE_CACHE_KB": 0}, "nvidia_variant": "rows_twice"}, None),
     ("softmax-rows-twice-cached", "softmax", [(300, 70001)], "offset",
-     {"dim": -1, "tune": {"SOFTMAX_TWICE_CACHE_KB": 1 << 20}, "nvidia_variant": "rows_twice"}, None),
+     {"dim": -1, "tune": {"SOFTMAX_SHARED": 0, "SOFTMAX_TWICE_CACHE_KB": 1 << 20}, "nvidia_variant": "rows_twice"},
+     None),
     ("softmax-rows-twice-one-block-per-sm", "softmax", [(300, 33000)], "contiguous",
      {"dim": -1, "tune": {"SOFTMAX_TWICE_BLOCKS": 1, "SOFTMAX_SHARED": 0}, "nvidia_variant": "rows_twice"}, None),
     # rows of 4+ rounds of 1024 threads' loads: 1024-thread blocks (float32 rows of 65536+)
-    ("softmax-rows-twice-1024-threads", "softmax", [(300, 70001)], "offset", {"dim": -1, "nvidia_variant": "rows_twice"},
-     None),
+    ("softmax-rows-twice-1024-threads", "softmax", [(300, 70001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_SHARED": 0}, "nvidia_variant": "rows_twice"}, None),
     # rows_twice's rows where they start 16-byte aligned and are whole vectors long: a cluster per row, each
     # block's slice (<= 80 KB) in shared memory (nvidia: rows_shared<C>). 40008: the last slice shorter, a
     # part bulk copy; rows padded apart (the offset calculator); slices of <= 10 KB (clusters of 16 / 8);
@@ -276,6 +280,10 @@ VARIANT_CASES = [
       "nvidia_variant": {"float32": "rows_shared16", "float16": "rows_shared8", "bfloat16": "rows_shared8"}}, None),
     ("softmax-rows-shared-one-block", "softmax", [(270, 40008)], "contiguous",
      {"dim": -1, "tune": {"SOFTMAX_SHARED_KB": 200}, "nvidia_variant": "rows_shared1"}, None),
+    # rows not whole vectors long, each at another 16-byte alignment: the edges element by element
+    ("softmax-rows-shared-odd", "softmax", [(270, 40001)], "contiguous",
+     {"dim": -1, "nvidia_variant": {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
+     None),
     # few rows (70; rows_cluster without rows_shared), the grid at least half the SMs' worth of blocks
     ("softmax-rows-shared-few-rows", "softmax", [(70, 40008)], "contiguous",
      {"dim": -1, "nvidia_variant": {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
@@ -540,12 +548,13 @@ def test_long_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, re
     _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, f"finite rows {tune}")
 
 
-@pytest.mark.parametrize("tune", [{}, {"SOFTMAX_TWICE_CACHE_KB": 1 << 20}, {"SOFTMAX_TWICE_CACHE_KB": 0}],
+@pytest.mark.parametrize("tune", [{"SOFTMAX_SHARED": 0}, {"SOFTMAX_SHARED": 0, "SOFTMAX_TWICE_CACHE_KB": 1 << 20},
+                                  {"SOFTMAX_SHARED": 0, "SOFTMAX_TWICE_CACHE_KB": 0}],
                          ids=["planned", "cached", "uncached"])
 @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 def test_many_long_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, request):
     """-inf, +inf and NaN in more than two long rows per SM (nvidia:
-    rows_twice, float32 rows of 70001 in 1024-thread blocks, a grid that
+    rows_twice, told not to plan rows_shared; float32 rows of 70001 in 1024-thread blocks, a grid that
     takes rows 264.. in a second pass; bf16 in 512-thread blocks), at the
     ends of rows and in the rows a block takes second."""
     rows, n = 300, 70001
@@ -564,13 +573,18 @@ def test_many_long_row_softmax_special_values(cuda_backend, dt, tune, monkeypatc
 
 @pytest.mark.parametrize("tune", [{}, {"SOFTMAX_SHARED_KB": 20}, {"SOFTMAX_SHARED_KB": 200}],
                          ids=["planned", "clusters-of-16-8", "140-kb-slices"])
+@pytest.mark.parametrize("n", [70000, 70001])
 @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
-def test_shared_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, request):
-    """-inf, +inf and NaN in many aligned long rows (nvidia: rows_shared,
+def test_shared_row_softmax_special_values(cuda_backend, dt, n, tune, monkeypatch, request):
+    """-inf, +inf and NaN in many long rows (nvidia: rows_shared,
     float32 rows of 70000 in clusters of 4, bf16 of 2; told: clusters of
-    16 / 8, or 140 KB slices, 2 / 1 blocks per row): at row ends, in whole slices of -inf, and in a row
-    whose only finite value sits in its last slice; out of place and in place."""
-    rows, n = 300, 70000
+    16 / 8, or 140 KB slices, 2 / 1 blocks per row): at row ends, in whole
+    slices of -inf, and in a row whose only finite value sits in its last
+    slice; rows of whole vectors
+    and not (70001: each row at another alignment, its edges element by
+    element); out of place, in place, and in place one element past a
+    16-byte boundary."""
+    rows = 300
     src = _randn((rows, n), dt, 36)
     src[1, 0] = math.nan                  # the first element NaN: NaN row
     src[2, n - 1] = math.inf              # the last element +inf: NaN row
@@ -583,10 +597,13 @@ def test_shared_row_softmax_special_values(cuda_backend, dt, tune, monkeypatch, 
     src[8, n // 2] = 40.0                 # ... in a middle slice
     src[299, ::3] = -math.inf
     _set_tune(tune, monkeypatch, request)
-    _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, f"aligned long rows {tune}")
+    _check_softmax_special_rows(oprt.softmax(src, -1, backend=cuda_backend), src, f"long rows {tune}")
     in_place = src.clone()
     oprt.softmax_(in_place, in_place, -1, backend=cuda_backend)
-    _check_softmax_special_rows(in_place, src, f"aligned long rows in place {tune}")
+    _check_softmax_special_rows(in_place, src, f"long rows in place {tune}")
+    shifted = _offset(src)
+    oprt.softmax_(shifted, shifted, -1, backend=cuda_backend)
+    _check_softmax_special_rows(shifted, src, f"long rows in place, one element off {tune}")
 
 
 @pytest.mark.parametrize("tune", [{}, {"SOFTMAX_STREAM_BELOW": 64}, {"SOFTMAX_DENSE": 0, "SOFTMAX_STREAM": 0}],

@@ -29,11 +29,11 @@
 //            per SM keep their first ~110-220 KB in shared memory between
 //            the passes; no workspace
 //   rows_shared<C>  the long rows above (twice, cluster, resident, split)
-//            where they start 16-byte aligned and are whole vectors long,
-//            up to 1.25 MiB (sm_90): a cluster of C blocks per row, each
-//            bulk-copying its slice (<= 80 KB) into shared memory, so src
-//            is read once; max and sum exchanged across the cluster. The
-//            plan under it runs where a base is not 16-byte aligned
+//            up to 1.25 MiB, out's rows at src's alignment (sm_90): a
+//            cluster of C blocks per row, each bulk-copying its slice (<=
+//            80 KB) into shared memory, so src is read once; max and sum
+//            exchanged across the cluster. The plan under it runs where
+//            the bases are not equally aligned
 //   rows_resident  the same for no more rows than SMs and up to 96 MB
 //            (sm_90), each chunk's first ~224 KB kept in shared memory
 //            between the passes
@@ -100,6 +100,7 @@ struct SoftmaxNvidia : oprt_descriptor {
   int64_t cluster_chunk = 0, cluster_col_tiles = 0;
   int shared_cluster = 0;     // rows_shared<C>: blocks per row (0: not planned)
   int64_t slice_vectors = 0;  // rows_shared: 16-byte vectors of a row per block
+  bool shared_whole = false;  // rows_shared: rows whole vectors long, 16-byte steps apart (no edges if aligned)
 };
 
 constexpr int kRowSlots = 8;  // 16-byte vectors of a row kept in registers per thread
@@ -288,10 +289,10 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
 }
 
 // Turns a long-row plan into rows_shared<C> where it applies: sm_90 and
-// newer, rows 16-byte aligned and whole vectors long, out contiguous along
-// the dim (the bases are checked at execute, else the plan runs), and a
-// row cut into the fewest slices of at most SOFTMAX_SHARED_KB (a power of
-// two of them, at most kMaxSharedCluster) whose cluster the device holds.
+// newer, out contiguous along the dim, its rows at src's 16-byte alignment
+// (the bases are checked at execute, else the plan runs), and a row's
+// whole vectors cut into the fewest slices of at most SOFTMAX_SHARED_KB (a
+// power of two of them, at most kMaxSharedCluster) whose cluster the device holds.
 // Slices of 64-80 KB (2 blocks per SM) ran fastest; smaller ones, more
 // blocks per row, wait longer on the cluster's slowest block (H200,
 // scripts/nvidia_ab.py, us, 80 / 40 / 20 KB against rows_twice: vocab 4096 x
@@ -306,9 +307,10 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
 void plan_shared_rows(SoftmaxNvidia& d) {
   const int element_size = find_dtype(d.dtype)->size;
   const int vec = 16 / element_size;
-  const bool aligned_rows = strides_aligned16(d.rows, element_size);
-  if (tuned("SOFTMAX_SHARED", 1) != 1 || current_device_info().cc_major < 9 || !aligned_rows ||
-      d.length % vec != 0 || d.out_stride != 1)
+  bool rows_in_step = true;  // out's rows at src's 16-byte alignment, given equally aligned bases
+  for (int k = 0; k < d.rows.ndim; ++k)
+    rows_in_step = rows_in_step && ((d.rows.strides[0][k] - d.rows.strides[1][k]) * element_size) % 16 == 0;
+  if (tuned("SOFTMAX_SHARED", 1) != 1 || current_device_info().cc_major < 9 || !rows_in_step || d.out_stride != 1)
     return;
   const int64_t cap = std::max<int64_t>(1, tuned("SOFTMAX_SHARED_KB", 80)) << 10;
   const int64_t max_c =
@@ -326,7 +328,7 @@ void plan_shared_rows(SoftmaxNvidia& d) {
     dispatch_dtype(d.dtype, [&](auto type) {
       dispatch_index(d.nrows, [&](auto index) {  // as execute does
         visit_pow2<1, kMaxSharedCluster>(c, "softmax rows_shared: blocks per row", [&](auto cc) {
-          constexpr auto kernel = softmax_rows_shared_kernel<decltype(type), cc.value, decltype(index)>;
+          constexpr auto kernel = softmax_rows_shared_kernel<decltype(type), cc.value, true, decltype(index)>;
           if (cc.value > kMaxCluster) allow_large_clusters<kernel>();
           if (opt_in_dynamic_smem<kernel>() >= smem && resident_clusters(kernel, c, kSharedThreads, smem) > 0)
             d.shared_cluster = c;
@@ -335,6 +337,7 @@ void plan_shared_rows(SoftmaxNvidia& d) {
     });
     if (d.shared_cluster == 0) continue;  // (a larger cluster, smaller slices)
     d.slice_vectors = slice;
+    d.shared_whole = d.length % vec == 0 && strides_aligned16(d.rows, element_size);
     d.variant = "rows_shared" + std::to_string(c);
     return;
   }
@@ -606,14 +609,20 @@ void launch_rows_cluster(const SoftmaxNvidia& d, T* out, const T* src, cudaStrea
 template <class T, class Index>
 void launch_rows_shared(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
   visit_pow2<1, kMaxSharedCluster>(d.shared_cluster, "softmax rows_shared: blocks per row", [&](auto c) {
-    constexpr auto kernel = softmax_rows_shared_kernel<T, c.value, Index>;
-    if (c.value > kMaxCluster) allow_large_clusters<kernel>();  // on this device (the descriptor may be another's)
-    const size_t smem = static_cast<size_t>(d.slice_vectors) * sizeof(Raw16);
-    if (opt_in_dynamic_smem<kernel>() < smem)
-      fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows_shared: %zu bytes of shared memory do not fit", smem);
-    const SharedRowsArgs args{d.length, d.slice_vectors};
-    launch_with(cluster_attribute(c.value), kernel, static_cast<unsigned>(d.nrows * c.value), kSharedThreads, smem,
-                stream, out, src, OffsetCalc<2, Index>(d.rows), args);
+    const auto run = [&](auto edges) {
+      constexpr auto kernel = softmax_rows_shared_kernel<T, c.value, decltype(edges)::value, Index>;
+      if (c.value > kMaxCluster) allow_large_clusters<kernel>();  // on this device (the descriptor may be another's)
+      const size_t smem = static_cast<size_t>(d.slice_vectors) * sizeof(Raw16);
+      if (opt_in_dynamic_smem<kernel>() < smem)
+        fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows_shared: %zu bytes of shared memory do not fit", smem);
+      const SharedRowsArgs args{d.length, d.slice_vectors};
+      launch_with(cluster_attribute(c.value), kernel, static_cast<unsigned>(d.nrows * c.value), kSharedThreads, smem,
+                  stream, out, src, OffsetCalc<2, Index>(d.rows), args);
+    };
+    if (d.shared_whole && aligned16(src))
+      run(std::false_type{});
+    else
+      run(std::true_type{});
   });
 }
 
@@ -626,8 +635,8 @@ void launch_combine(Stats* partials, int64_t groups, int64_t splits, int64_t wid
 
 template <class T, class Index>
 void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaStream_t stream) {
-  // rows_shared bulk-copies rows and stores whole vectors: both bases 16-byte aligned; else the plan under it
-  if (d.shared_cluster > 0 && aligned16(out) && aligned16(src))
+  // rows_shared stores the vectors it bulk-copied: out and src equally aligned; else the plan under it
+  if (d.shared_cluster > 0 && misalignment16(out) == misalignment16(src))
     return launch_rows_shared<T, Index>(d, out, src, stream);
   if (d.kind == Kind::kRows) {
     if (d.cluster > 1) {  // rows_cluster<C>

@@ -5,8 +5,8 @@
 // order, and writes its slice from shared memory. src leaves DRAM once,
 // where rows_twice reads it twice (the second time partly from L2). Two
 // blocks per SM (slices of up to 80 KB) keep two rows in flight, so one
-// block's copies overlap the other's writes. Takes rows that start 16-byte
-// aligned and are whole vectors long, written contiguously.
+// block's copies overlap the other's writes. Takes rows contiguous along
+// the dim in both tensors, out's rows at src's 16-byte alignment.
 #ifndef OPRT_SOFTMAX_NVIDIA_SHARED_ROWS_CUH_
 #define OPRT_SOFTMAX_NVIDIA_SHARED_ROWS_CUH_
 
@@ -29,17 +29,24 @@ struct SharedRowsArgs {
   int64_t slice_vectors;  // block `rank` holds a row's vectors [rank * slice_vectors, +slice_vectors)
 };
 
-// Block `rank` of row blockIdx.x / C holds the row's vectors
-// [rank * slice_vectors, +slice_vectors) (fewer in the last slices), in
-// 16 KB bulk copies, each taken in one update_round (4 vectors a thread)
-// as it lands. (H200, scripts/nvidia_ab.py, us: 8 vectors a thread, 32 KB
-// copies, vocab 4096 x 151936 fp16 818 vs 715; 2 a thread in 16 KB copies,
-// bf16 793 vs 714; 512-thread blocks, 32 KB copies: bf16 755.)
-template <class T, int C, class Index>
+// A row's elements before its first 16-byte boundary and after its last
+// whole vector (at most VEC - 1 each) are the row's edges: one each of
+// rank 0's first threads, loaded and stored one by one. The whole vectors
+// between them are the bulk-copied part: block `rank` holds vectors
+// [rank * slice_vectors, +slice_vectors) of it (fewer in the last slices),
+// in 16 KB bulk copies, each taken in one update_round (4 vectors a
+// thread) as it lands. (H200, scripts/nvidia_ab.py, us: 8 vectors a
+// thread, 32 KB copies, vocab 4096 x 151936 fp16 818 vs 715; 2 a thread
+// in 16 KB copies, bf16 793 vs 714; 512-thread blocks, 32 KB copies: bf16
+// 755.) out's rows must sit at src's alignment, so the vectors line up.
+// kEdges: some row may have edges (without, the kernel ran 2-3% faster on
+// rows of whole aligned vectors: vocab 4096 x 151936 fp16 708-715 vs 735 us).
+template <class T, int C, bool kEdges, class Index>
 __global__ void __launch_bounds__(kSharedThreads)
 softmax_rows_shared_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SharedRowsArgs a) {
 #if __CUDA_ARCH__ >= 900
   constexpr int VEC = kVec16<T>, U = kSharedUnroll, kPiece = kSharedPieceVectors;
+  static_assert(2 * (VEC - 1) <= kSharedThreads, "a thread per edge element");
   extern __shared__ Raw16 slice[];
   __shared__ uint64_t landed[kMaxSharedPieces];  // one mbarrier per bulk copy (each used once)
   __shared__ Stats slots[kMaxWarps];
@@ -48,10 +55,24 @@ softmax_rows_shared_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Shar
   const int rank = static_cast<int>(blockIdx.x % C);  // (clusters are C consecutive blocks along x)
   int64_t offsets[2];
   rows.get(static_cast<Index>(row), offsets);
+  const T* row_src = src + offsets[1];
+  T* row_out = out + offsets[0];
+  const int64_t head = kEdges ? min(a.length, elements_to_alignment(row_src)) : 0;
+  const int64_t vectors = (a.length - head) / VEC;  // the row's whole, aligned vectors
   const int64_t v0 = rank * a.slice_vectors;
-  const int64_t count = max(int64_t{0}, min(a.slice_vectors, a.length / VEC - v0));  // this block's vectors
-  const T* p = src + offsets[1] + v0 * VEC;
-  T* q = out + offsets[0] + v0 * VEC;
+  const int64_t count = max(int64_t{0}, min(a.slice_vectors, vectors - v0));  // this block's vectors
+  const T* p = row_src + head + v0 * VEC;
+  T* q = row_out + head + v0 * VEC;
+  // this thread's edge element, if any (rank 0): the head's, then the tail's
+  int64_t edge_at = -1;
+  float edge = 0.0f;
+  if constexpr (kEdges) {
+    const int64_t edges = head + (a.length - head - vectors * VEC);
+    if (rank == 0 && threadIdx.x < edges) {
+      edge_at = threadIdx.x < head ? threadIdx.x : vectors * VEC + threadIdx.x;
+      edge = to_float(row_src[edge_at]);
+    }
+  }
   const int pieces = static_cast<int>(ceil_div(count, int64_t{kPiece}));
   if (threadIdx.x == 0) {
     for (int k = 0; k < pieces; ++k) cuda::ptx::mbarrier_init(&landed[k], 1);
@@ -69,6 +90,10 @@ softmax_rows_shared_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Shar
   }
   __syncthreads();  // no thread waits on a barrier before it is initialized
   Stats st{-INFINITY, 0.0f};
+  if (kEdges && edge_at >= 0) {
+    const float x[1] = {edge};
+    update(st, x);
+  }
   for (int k = 0; k < pieces; ++k) {
     while (!cuda::ptx::mbarrier_try_wait_parity(&landed[k], 0)) {
     }
@@ -95,6 +120,7 @@ softmax_rows_shared_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Shar
     __cluster_barrier_arrive();
   }
   const float m = st.m, r = 1.0f / st.s;
+  if (kEdges && edge_at >= 0) row_out[edge_at] = from_float<T>(exp_minus(edge, m) * r);
 #pragma unroll 4
   for (int64_t v = threadIdx.x; v < count; v += kSharedThreads) write_scaled<T>(q, v * VEC, slice[v], m, r, 1, true);
   if constexpr (C > 1) __cluster_barrier_wait();  // no block leaves while another may read its block_stats
