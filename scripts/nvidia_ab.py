@@ -91,15 +91,11 @@ SOFTMAX_CONFIGS = [
     ("twice_1024_grid1", {"SOFTMAX_TWICE_THREADS": 1024, "SOFTMAX_TWICE_BLOCKS": 1}),
     # rows_shared (rows_twice's aligned rows read once by a cluster): off, shared memory per block, cluster cap
     ("no_shared", {"SOFTMAX_SHARED": 0}),
+    ("shared_kb20", {"SOFTMAX_SHARED_KB": 20}),  # slice cap (planned 80 KB)
     ("shared_kb40", {"SOFTMAX_SHARED_KB": 40}),
-    ("shared_min_blocks1", {"SOFTMAX_SHARED_MIN_BLOCKS": 1}),  # few rows: rows_shared however few blocks it has
-    ("shared_kb56", {"SOFTMAX_SHARED_KB": 56}),
-    ("shared_kb20", {"SOFTMAX_SHARED_KB": 20}),
-    ("shared_kb76", {"SOFTMAX_SHARED_KB": 76}),
-    ("shared_kb80", {"SOFTMAX_SHARED_KB": 80}),
-    ("shared_kb110", {"SOFTMAX_SHARED_KB": 110}),
     ("shared_kb160", {"SOFTMAX_SHARED_KB": 160}),
     ("shared_max8", {"SOFTMAX_SHARED_MAX": 8}),
+    ("shared_min_blocks1", {"SOFTMAX_SHARED_MIN_BLOCKS": 1}),  # few rows: rows_shared however few blocks it has
     ("min_blocks2", {"SOFTMAX_MIN_BLOCKS": 2}),
     ("slots4", {"SOFTMAX_SLOTS": 4}),
     ("waves1", {"SOFTMAX_WAVES": 1}),

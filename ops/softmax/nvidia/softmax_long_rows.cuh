@@ -5,8 +5,7 @@
 #ifndef OPRT_SOFTMAX_NVIDIA_LONG_ROWS_CUH_
 #define OPRT_SOFTMAX_NVIDIA_LONG_ROWS_CUH_
 
-#include <cuda/ptx>
-
+#include "../../common/nvidia/bulk_copy.cuh"
 #include "../../common/nvidia/launch.cuh"
 #include "../../common/nvidia/offset_calc.cuh"
 #include "softmax_math.cuh"
@@ -359,14 +358,10 @@ softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitAr
   const auto issue = [&](int k) {
     const int64_t v0 = int64_t{k} * kPieceVectors;
     const uint32_t bytes = static_cast<uint32_t>(min(int64_t{kPieceVectors}, cached - v0) * sizeof(Raw16));
-    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                         &landed[k], bytes);
-    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, cache + v0, p + a + v0 * VEC, bytes,
-                             &landed[k]);
+    bulk_copy_to_shared(cache + v0, p + a + v0 * VEC, bytes, &landed[k]);
   };
   if (threadIdx.x == 0) {
-    for (int k = 0; k < pieces; ++k) cuda::ptx::mbarrier_init(&landed[k], 1);
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the barriers, as the copy engine sees them
+    init_landed(landed, pieces);
     for (int k = 0; k < min(pieces, ahead); ++k) issue(k);
   }
   __syncthreads();  // no thread waits on a barrier before it is initialized
@@ -381,18 +376,9 @@ softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitAr
       [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&)[U]) { update_round<T>(st, raw, ok); },
       stats_scalar);
   for (int k = 0; k < pieces; ++k) {
-    while (!cuda::ptx::mbarrier_try_wait_parity(&landed[k], 0)) {
-    }
+    wait_landed(&landed[k], 0);
     if (threadIdx.x == 0 && k + ahead < pieces) issue(k + ahead);
-    Raw16 raw[U];
-    bool ok[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t v = int64_t{k} * kPieceVectors + u * kResidentThreads + threadIdx.x;
-      ok[u] = v < cached;
-      if (ok[u]) raw[u] = cache[v];
-    }
-    update_round<T>(st, raw, ok);
+    update_from_shared<T, U, kResidentThreads>(st, cache, int64_t{k} * kPieceVectors, cached);
   }
   st = block_merge(st, slots);
   if (active && threadIdx.x == 0) args.partials[task] = st;

@@ -81,6 +81,21 @@ __device__ __forceinline__ void update_round(Stats& st, const Raw16 (&raw)[U], c
     accumulate([m](float v) { return exp_minus(v, m); });
   st = {m, rescale(st.s, st.m, m) + tree_sum(acc)};
 }
+// update_round over a kThreads block's round of U vectors of shared
+// memory from vector `first` on (this thread's: first + u * kThreads +
+// threadIdx.x, those below `count`).
+template <class T, int U, int kThreads>
+__device__ __forceinline__ void update_from_shared(Stats& st, const Raw16* shared, int64_t first, int64_t count) {
+  Raw16 raw[U];
+  bool ok[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int64_t v = first + u * kThreads + threadIdx.x;
+    ok[u] = v < count;
+    if (ok[u]) raw[u] = shared[v];
+  }
+  update_round<T>(st, raw, ok);
+}
 __device__ __forceinline__ Stats warp_merge(Stats v) {
 #pragma unroll
   for (int mask = 16; mask >= 1; mask /= 2)

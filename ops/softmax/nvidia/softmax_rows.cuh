@@ -9,6 +9,7 @@
 
 #include <type_traits>
 
+#include "../../common/nvidia/bulk_copy.cuh"
 #include "../../common/nvidia/offset_calc.cuh"
 #include "softmax_math.cuh"
 
@@ -279,14 +280,10 @@ softmax_stream_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t n
     int64_t offsets[2];
     rows.get(static_cast<Index>(row), offsets);
     const uint32_t bytes = static_cast<uint32_t>(row_vectors * sizeof(Raw16));
-    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                         &landed[b], bytes);
-    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, row_buffers + b * row_vectors,
-                             src + offsets[1], bytes, &landed[b]);
+    bulk_copy_to_shared(row_buffers + b * row_vectors, src + offsets[1], bytes, &landed[b]);
   };
   if (threadIdx.x == 0) {
-    for (int b = 0; b < buffers; ++b) cuda::ptx::mbarrier_init(&landed[b], 1);
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the barriers, as the copy engine sees them
+    init_landed(landed, buffers);
     for (int b = 0; b < buffers; ++b)
       if (blockIdx.x + int64_t{b} * gridDim.x < nrows) issue(blockIdx.x + int64_t{b} * gridDim.x, b);
   }
@@ -301,8 +298,7 @@ softmax_stream_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, int64_t n
   int b = 0;
   uint32_t parity = 0;  // of buffer b's barrier phase
   for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {
-    while (!cuda::ptx::mbarrier_try_wait_parity(&landed[b], parity)) {
-    }
+    wait_landed(&landed[b], parity);
     const Raw16* buffer = row_buffers + b * row_vectors;
     Raw16 raw[NV];
 #pragma unroll

@@ -1,4 +1,4 @@
-// Private to softmax_nvidia.cu: many long rows read once (rows_shared<C>).
+// Private to softmax_nvidia.cu: long rows read once (rows_shared<C>).
 // A cluster of C blocks per row; each block bulk-copies (TMA) its slice of
 // the row into shared memory, takes the slice's (max, sum) as the copies
 // land, merges the C results through distributed shared memory in rank
@@ -10,8 +10,7 @@
 #ifndef OPRT_SOFTMAX_NVIDIA_SHARED_ROWS_CUH_
 #define OPRT_SOFTMAX_NVIDIA_SHARED_ROWS_CUH_
 
-#include <cuda/ptx>
-
+#include "../../common/nvidia/bulk_copy.cuh"
 #include "../../common/nvidia/offset_calc.cuh"
 #include "softmax_long_rows.cuh"
 #include "softmax_math.cuh"
@@ -75,17 +74,13 @@ softmax_rows_shared_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Shar
   }
   const int pieces = static_cast<int>(ceil_div(count, int64_t{kPiece}));
   if (threadIdx.x == 0) {
-    for (int k = 0; k < pieces; ++k) cuda::ptx::mbarrier_init(&landed[k], 1);
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the barriers, as the copy engine sees them
+    init_landed(landed, pieces);
     // every piece in flight at once: nothing is reused, and the stats of
     // the first overlap the loads of the rest
     for (int k = 0; k < pieces; ++k) {
       const int64_t first = int64_t{k} * kPiece;
       const uint32_t bytes = static_cast<uint32_t>(min(int64_t{kPiece}, count - first) * sizeof(Raw16));
-      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                           &landed[k], bytes);
-      cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, slice + first, p + first * VEC,
-                               bytes, &landed[k]);
+      bulk_copy_to_shared(slice + first, p + first * VEC, bytes, &landed[k]);
     }
   }
   __syncthreads();  // no thread waits on a barrier before it is initialized
@@ -95,17 +90,8 @@ softmax_rows_shared_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Shar
     update(st, x);
   }
   for (int k = 0; k < pieces; ++k) {
-    while (!cuda::ptx::mbarrier_try_wait_parity(&landed[k], 0)) {
-    }
-    Raw16 raw[U];
-    bool ok[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t v = int64_t{k} * kPiece + u * kSharedThreads + threadIdx.x;
-      ok[u] = v < count;
-      if (ok[u]) raw[u] = slice[v];
-    }
-    update_round<T>(st, raw, ok);
+    wait_landed(&landed[k], 0);
+    update_from_shared<T, U, kSharedThreads>(st, slice, int64_t{k} * kPiece, count);
   }
   st = block_merge(st, slots);
   if constexpr (C > 1) {
