@@ -151,6 +151,7 @@ REDUCE_CASES = [
     ("scalar_256M", (256 * 1024 * 1024,), None, ("float32", "bfloat16")),
     ("dim0_8192x8192", (8192, 8192), 0, ("float32", "bfloat16")),
     ("dim0_4096x16384", (4096, 16384), 0, ("bfloat16",)),
+    ("dim0_4096x1024", (4096, 1024), 0, ("float32", "bfloat16")),
     ("dim0_odd_2047x2053", (2047, 2053), 0, ("float32", "bfloat16")),  # rows not 16-byte aligned
     ("dim0_odd_8191x8193", (8191, 8193), 0, ("float32", "bfloat16")),
 ]
@@ -177,6 +178,21 @@ REDUCE_CONFIGS = [
     ("columns_one_grid", {"REDUCE_COLUMN_QUARTERS": 4}),  # planned for 16-bit
     ("columns_two_grids", {"REDUCE_COLUMN_QUARTERS": 8}),  # planned for float32
     ("columns_four_grids", {"REDUCE_COLUMN_QUARTERS": 16}),
+    # sums over dim 0: a tile's splits merged in a cluster (columns_cluster, planned where it fills half the
+    # GPU) or by a finishing kernel (the split); cluster size cap; clusters however few blocks they make
+    ("no_column_cluster", {"REDUCE_COLUMN_CLUSTER": 0}),
+    ("column_cluster8", {"REDUCE_COLUMN_CLUSTER_MAX": 8}),
+    ("column_cluster4", {"REDUCE_COLUMN_CLUSTER_MAX": 4}),
+    ("column_cluster_all", {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1}),
+    ("column_cluster_all_tx8", {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1, "REDUCE_COLUMN_TX": 8}),
+    ("column_cluster_all_tx16", {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1, "REDUCE_COLUMN_TX": 16}),
+    ("column_cluster_all_max4", {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1, "REDUCE_COLUMN_CLUSTER_MAX": 4}),
+    ("column_cluster_all_tx8_max4", {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1, "REDUCE_COLUMN_TX": 8,
+                                     "REDUCE_COLUMN_CLUSTER_MAX": 4}),
+    ("column_cluster_all_tx16_max4", {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1, "REDUCE_COLUMN_TX": 16,
+                                      "REDUCE_COLUMN_CLUSTER_MAX": 4}),
+    ("split_tx8", {"REDUCE_COLUMN_CLUSTER": 0, "REDUCE_COLUMN_TX": 8}),
+    ("split_tx16", {"REDUCE_COLUMN_CLUSTER": 0, "REDUCE_COLUMN_TX": 16}),
     # sums over dim 0: tile width (threads across the columns) and task order
     ("columns_splits_first", {"REDUCE_COLUMN_ORDER": 0}),  # the order before the eighth session
     ("columns_tx64", {"REDUCE_COLUMN_TX": 64}),

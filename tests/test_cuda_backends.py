@@ -164,6 +164,31 @@ VARIANT_CASES = [
      {"dim": 0, "tune": {"REDUCE_COLUMN_SHIFTED": 0}, "nvidia_variant": "columns_split"}, None),
     # aligned rows planned, the base one element past a 16-byte boundary at execute: shifted (16-bit)
     ("sum-columns-unaligned-base", "reduce_sum", [(4096, 1000)], "offset", {"dim": 0}, None),
+    # a tile's splits as the blocks of a cluster, merged through distributed shared memory (planned
+    # where they fill half the GPU and rows are 16-byte aligned; forced here on smaller shapes and
+    # odd rows): clusters of 16, 8, 4 and 2; unaligned rows (16-bit: shifted loads); tiles wider than
+    # the columns (planes of 40, 3 columns: ranks with no columns to write); a base off alignment
+    ("sum-columns-cluster", "reduce_sum", [(4096, 1000)], "contiguous",
+     {"dim": 0, "tune": {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1}, "nvidia_variant": "columns_cluster16"}, None),
+    ("sum-columns-cluster8", "reduce_sum", [(4096, 1000)], "contiguous",
+     {"dim": 0, "tune": {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1, "REDUCE_COLUMN_CLUSTER_MAX": 8},
+      "nvidia_variant": "columns_cluster8"}, None),
+    ("sum-columns-cluster2", "reduce_sum", [(2047, 2053)], "contiguous",
+     {"dim": 0, "tune": {"REDUCE_COLUMN_CLUSTER": 2, "REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1,
+                         "REDUCE_COLUMN_CLUSTER_MAX": 2},
+      "nvidia_variant": {"float32": "columns_cluster2", "float16": "columns_shifted_cluster2",
+                         "bfloat16": "columns_shifted_cluster2"}}, None),
+    ("sum-columns-cluster-shifted", "reduce_sum", [(2047, 2053)], "contiguous",
+     {"dim": 0, "tune": {"REDUCE_COLUMN_CLUSTER": 2, "REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1,
+                         "REDUCE_COLUMN_CLUSTER_MAX": 4, "REDUCE_COLUMN_CLUSTER_TX": 32},
+      "nvidia_variant": {"float32": "columns_cluster4", "float16": "columns_shifted_cluster4",
+                         "bfloat16": "columns_shifted_cluster4"}}, None),
+    ("sum-columns-cluster-planes", "reduce_sum", [(5, 4000, 40)], "contiguous",
+     {"dim": 1, "tune": {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1}, "nvidia_variant": "columns_cluster16"}, None),
+    ("sum-columns-cluster-narrow", "reduce_sum", [(30001, 3)], "contiguous",
+     {"dim": 0, "tune": {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1}}, None),
+    ("sum-columns-cluster-unaligned-base", "reduce_sum", [(4096, 1000)], "offset",
+     {"dim": 0, "tune": {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1}, "nvidia_variant": "columns_cluster16"}, None),
     ("sum-middle", "reduce_sum", [(16, 300, 64)], "contiguous", {"dim": 1}, None),
     ("sum-zeros", "reduce_sum", [(7, 0)], "contiguous", {"dim": 1}, None),
     # many short rows of whole 16-byte vectors, 16-byte aligned (nvidia: rows_short): lanes per row
@@ -915,6 +940,7 @@ DETERMINISM_CASES = [
     ("sum-all-2^26-bf16", lambda x, b: oprt.reduce_sum(x, None, backend=b), (1 << 26,), torch.bfloat16),
     ("sum-columns-2^22x8", lambda x, b: oprt.reduce_sum(x, 0, backend=b), (1 << 22, 8), torch.float32),
     ("sum-square-all", lambda x, b: oprt.reduce_sum(x, None, backend=b), SQUARE, torch.float16),
+    ("sum-square-dim0-bf16", lambda x, b: oprt.reduce_sum(x, 0, backend=b), SQUARE, torch.bfloat16),  # columns_cluster
     ("softmax-4x2^20", lambda x, b: oprt.softmax(x, -1, backend=b), (4, 1 << 20), torch.float32),
     ("softmax-split-200x140001", lambda x, b: oprt.softmax(x, -1, backend=b), (200, 140001), torch.float32),
     ("softmax-cluster-64x100000", lambda x, b: oprt.softmax(x, -1, backend=b), (64, 100000), torch.float32),

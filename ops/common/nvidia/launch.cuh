@@ -45,11 +45,11 @@ void visit_pow2(int n, const char* what, F&& f) {
 // resident at once, so the blocks may wait for each other at a grid-wide
 // barrier; a grid too large to be resident fails instead of hanging).
 // (The launch configuration with one attribute, which must outlive it.)
-inline cudaLaunchConfig_t config_with(const cudaLaunchAttribute& attribute, unsigned grid, unsigned block,
+inline cudaLaunchConfig_t config_with(const cudaLaunchAttribute& attribute, unsigned grid, dim3 block,
                                       size_t smem, cudaStream_t stream) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(grid);
-  config.blockDim = dim3(block);
+  config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = const_cast<cudaLaunchAttribute*>(&attribute);
@@ -57,7 +57,7 @@ inline cudaLaunchConfig_t config_with(const cudaLaunchAttribute& attribute, unsi
   return config;
 }
 template <class... Params, class... Args>
-void launch_with(cudaLaunchAttribute attribute, void (*kernel)(Params...), unsigned grid, unsigned block,
+void launch_with(cudaLaunchAttribute attribute, void (*kernel)(Params...), unsigned grid, dim3 block,
                  size_t smem, cudaStream_t stream, Args... args) {
   const cudaLaunchConfig_t config = config_with(attribute, grid, block, smem, stream);
   OPRT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...));

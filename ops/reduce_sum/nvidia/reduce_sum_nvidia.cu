@@ -20,16 +20,21 @@
 //   zeros     nothing to reduce: out = 0;   empty: no outputs
 // With too few outputs to fill the GPU, each output's range is split over
 // several blocks ("_split"): partial sums go to the workspace and a second
-// kernel adds them in a fixed order. No atomics anywhere, so a given input
+// kernel adds them in a fixed order; column sums on sm_90 may instead make a
+// tile's splits the blocks of a thread block cluster ("_cluster<C>"), merged
+// in rank order through distributed shared memory. No atomics anywhere, so a given input
 // gives bitwise the same output on every run. On sm_90 the second kernel is
 // launched early (programmatic dependent launch, launch.cuh) and waits on
 // the GPU for the first, which hides the launch gap between them.
 #include "reduce_sum_nvidia.h"
 
 #include <algorithm>
+#include <string>
 
 #include "../../common/descriptor.h"
 #include "../../common/tuning.h"
+#include <cooperative_groups.h>
+
 #include "../../common/nvidia/column_task.cuh"
 #include "../../common/nvidia/cuda_types.cuh"
 #include "../../common/nvidia/group_reduce.cuh"
@@ -45,6 +50,7 @@ constexpr int kMinRounds = 4;       // rows: rounds of loads per thread once a r
 constexpr int kSplitRounds = 16;    // split rows: rounds of 8 loads per thread to aim at
 constexpr int kRowsBlock = 256;     // rows: threads per block, and the most threads per output
 constexpr int kColumnsThreads = 256;
+constexpr int kMaxColumnCluster = 16;  // columns_cluster: the largest (non-portable) cluster
 constexpr int kShortVectors = 2;    // rows_short: 16-byte vectors per lane (a row is at most 32 lanes of them)
 
 enum class Kind { kEmpty, kZeros, kRows, kColumns };
@@ -73,6 +79,7 @@ struct ReduceSumNvidia : oprt_descriptor {
   int tx = 32, ty = 8;           // columns: block shape
   int64_t columns = 0, col_tiles = 0, planes = 0, reduced_numel = 0;
   int64_t splits = 1, split_len = 0;
+  int cluster = 0;               // columns_cluster: blocks per cluster (the splits of a tile); 0: none
   bool early_finish = true;      // split: launch the finishing kernel early (A/B: OPRT_TUNE_REDUCE_EARLY_FINISH=0)
   bool dense_rows = false;       // rows: one contiguous run per output, reduce_dense_rows_kernel
   int finish_threads = 32;       // split rows: threads per row in finish_rows_kernel
@@ -319,7 +326,7 @@ struct ColumnsArgs {
   int64_t reduced_stride;  // src stride of the reduced index when it is one dim (else 0: use the calc)
   bool vectors_ok;     // every row of every tile is 16-byte aligned
   bool tiles_fastest;  // task order (column_task; A/B: OPRT_TUNE_REDUCE_COLUMN_ORDER)
-  float* partials;     // splits > 1: [tile][split][tx * VEC]
+  float* partials;     // splits > 1, no cluster: [tile][split][tx * VEC]
   int64_t src_first, src_end;  // shifted: src's elements lie in [src + src_first, src + src_end)
 };
 
@@ -354,13 +361,37 @@ __device__ __forceinline__ Raw16 load_raw_within(const T* a, const T* first, con
   return to_raw(v);
 }
 
+// columns_cluster: the C blocks of a cluster hold a tile's C splits, each
+// block's column sums in `sums` (shared memory, `width` floats). Block
+// `rank` adds the C sums of its share of the tile's columns in rank order
+// through distributed shared memory and writes them: a fixed order, no
+// workspace, no second kernel.
+template <class T>
+__device__ __forceinline__ void write_cluster_sums(T* out, const float* sums, int64_t width, int64_t col0,
+                                                   int64_t columns, int64_t out_offset, int64_t out_stride) {
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // every block's sums written
+  const int64_t ranks = cluster.num_blocks(), share = ceil_div(width, ranks);
+  const int64_t first = cluster.block_rank() * share, last = min(width, first + share);
+  const int threads = blockDim.x * blockDim.y;
+  for (int64_t j = first + threadIdx.y * blockDim.x + threadIdx.x; j < last; j += threads) {
+    float acc = *cluster.map_shared_rank(sums + j, 0);
+    for (int r = 1; r < ranks; ++r) acc += *cluster.map_shared_rank(sums + j, r);
+    if (col0 + j < columns) out[out_offset + (col0 + j) * out_stride] = from_float<T>(acc);
+  }
+  cluster.sync();  // no block leaves while another reads its sums
+}
+
 // kShifted: rows not 16-byte aligned (odd widths, a misaligned base). Each
 // lane loads the aligned vector under its first column; its neighbour's
 // (one shuffle, the segment's last lane loads it) completes its 16 bytes,
 // shifted into place: vector loads where one would otherwise read each
 // element. The rounds are the same for every thread, as the shuffles need.
-template <class T, class Index, bool kShifted>
-__global__ void __launch_bounds__(kColumnsThreads)
+// kCluster: the splits of a tile are the blocks of a cluster (columns_cluster),
+// a block per task.
+template <class T, class Index, bool kShifted, bool kCluster>
+__global__ void __launch_bounds__(kColumnsThreads, kCluster && !kShifted ? 5 : 1)
 reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetCalc<1, Index> reduced,
                       ColumnsArgs args) {
   constexpr int VEC = kVec16<T>;
@@ -451,7 +482,10 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
       for (int y = 1; y < TY; ++y)
 #pragma unroll
         for (int e = 0; e < VEC; ++e) acc[e] += partial[(y * TX + tx) * VEC + e];
-      if (args.splits > 1) {
+      if constexpr (kCluster) {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) partial[tx * VEC + e] = acc[e];  // (row ty = 0 of partial: this thread's own)
+      } else if (args.splits > 1) {
         float* slot = args.partials + (tile_task * args.splits + split) * width + int64_t{tx} * VEC;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) slot[e] = acc[e];
@@ -461,6 +495,8 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
           if (col0 + e < args.columns) out[offsets[0] + (col0 + e) * args.out_stride] = from_float<T>(acc[e]);
       }
     }
+    if constexpr (kCluster)  // (a block per task: every block of the cluster gets here once)
+      write_cluster_sums(out, partial, width, tile * width, args.columns, offsets[0], args.out_stride);
     __syncthreads();
   }
 }
@@ -505,6 +541,63 @@ StridedLayout<1> src_dims(const StridedLayout<2>& reduced, int count) {  // the 
     l.push_dim(reduced.shape[d], strides);
   }
   return l;
+}
+
+// columns_cluster: a split sum over columns whose C splits of a tile are
+// the blocks of a thread block cluster, merged through distributed shared
+// memory (write_cluster_sums) instead of a workspace and a second kernel.
+// Tiles 8 threads (128 bytes) wide; C the largest power of two, at most 16,
+// that keeps tiles * C blocks within one resident grid; planned where that
+// grid is at least a quarter full (else the split's more, smaller blocks
+// and its finishing kernel) and rows take vector loads (16-byte aligned
+// strides), sm_90. H200, scripts/nvidia_ab.py, us, against the split:
+// 8192^2 float32 65.9 vs 69.2, bf16 38.3 vs 38.7; 4096 x 16384 bf16 36.7
+// vs 40.7; 4096 x 1024 float32 11.8 vs 12.4, bf16 9.8 vs 11.2 (a quarter
+// of the grid: 256 blocks of 16 clusters). Rows off 16-byte steps ran
+// slower in clusters where they fill the GPU (8191 x 8193 float32 76.7-81
+// vs 71.6, bf16 56.8-86 vs 56.2). Knobs: OPRT_TUNE_REDUCE_COLUMN_CLUSTER
+// (0: off, 2: any rows), _CLUSTER_TX (tile width in threads), _CLUSTER_MAX
+// (1-16), _CLUSTER_MIN_BLOCKS (fewest blocks; planned a quarter of the grid).
+void plan_column_cluster(ReduceSumNvidia* d, int vec) {
+  const DeviceInfo& info = current_device_info();
+  const int64_t mode = tuned("REDUCE_COLUMN_CLUSTER", 1);
+  if (d->splits <= 1 || info.cc_major < 9 || mode == 0 || (mode == 1 && !d->rows_aligned)) return;
+  const int tx = static_cast<int>(
+      std::min<int64_t>(d->tx, std::clamp<int64_t>(floor_pow2(tuned("REDUCE_COLUMN_CLUSTER_TX", 8)), 1, kColumnsThreads)));
+  const int ty = kColumnsThreads / tx;
+  const int64_t col_tiles = ceil_div(d->columns, int64_t{tx} * vec), tiles = d->planes * col_tiles;
+  const int64_t most = std::clamp<int64_t>(tuned("REDUCE_COLUMN_CLUSTER_MAX", kMaxColumnCluster), 1, kMaxColumnCluster);
+  const int64_t rows_per_round = int64_t{ty} * kUnroll;
+  int64_t c = 0;
+  dispatch_dtype(d->dtype, [&](auto type) {
+    dispatch_index(std::max(d->rows * d->reduced_numel, d->rows), [&](auto index) {  // as execute does
+      using T = decltype(type);
+      using Index = decltype(index);
+      constexpr auto aligned = reduce_columns_kernel<T, Index, false, true>;
+      constexpr auto shifted = reduce_columns_kernel<T, Index, true, true>;
+      const bool planned_shifted = !d->rows_aligned && d->shifted;  // (a misaligned base at execute may shift)
+      const int64_t resident = int64_t{info.sm_count} *
+                               std::max(1, resident_blocks_per_sm(planned_shifted ? shifted : aligned, kColumnsThreads));
+      c = floor_pow2(std::min({most, resident / tiles, ceil_div(d->reduced_numel, rows_per_round)}));
+      if (c < 2 || tiles * c < tuned("REDUCE_COLUMN_CLUSTER_MIN_BLOCKS", resident / 4)) {
+        c = 0;
+        return;
+      }
+      allow_large_clusters<aligned>();
+      allow_large_clusters<shifted>();
+      for (; c >= 2; c /= 2)
+        if (resident_clusters(aligned, c, kColumnsThreads, 0) > 0 && resident_clusters(shifted, c, kColumnsThreads, 0) > 0)
+          break;
+    });
+  });
+  if (c < 2) return;
+  d->cluster = static_cast<int>(c);
+  d->tx = tx;
+  d->ty = ty;
+  d->col_tiles = col_tiles;
+  d->splits = c;
+  d->split_len = ceil_div(ceil_div(d->reduced_numel, c), rows_per_round) * rows_per_round;
+  d->workspace_bytes = 0;
 }
 
 // Threads that can be resident at once: the grid the split aims to fill.
@@ -589,8 +682,8 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
           using T = decltype(type);
           using Index = decltype(index);
           per_sm = d->rows_aligned || !d->shifted
-                       ? resident_blocks_per_sm(reduce_columns_kernel<T, Index, false>, kColumnsThreads)
-                       : resident_blocks_per_sm(reduce_columns_kernel<T, Index, true>, kColumnsThreads);
+                       ? resident_blocks_per_sm(reduce_columns_kernel<T, Index, false, false>, kColumnsThreads)
+                       : resident_blocks_per_sm(reduce_columns_kernel<T, Index, true, false>, kColumnsThreads);
         });
       });
     }
@@ -603,7 +696,10 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     d->split_len = ceil_div(d->reduced_numel, d->splits);
     if (fit) d->split_len = ceil_div(d->split_len, d->ty * kUnroll) * d->ty * kUnroll;  // (fewer splits, never more)
     d->splits = ceil_div(d->reduced_numel, d->split_len);
-    if (d->splits > 1) {
+    plan_column_cluster(d, vec);
+    if (d->cluster > 1) {
+      d->variant += "_cluster" + std::to_string(d->cluster);
+    } else if (d->splits > 1) {
       d->variant += "_split";
       d->workspace_bytes = static_cast<size_t>(tiles * d->splits * d->tx * vec) * sizeof(float);
     }
@@ -786,6 +882,17 @@ void launch_rows(const ReduceSumNvidia& d, T* out, const T* src, float* partials
   return launch_rows_unrolled<T, kUnroll, Index>(d, out, src, partials, stream);
 }
 
+// The column kernel, a block per task in clusters of the tile's splits
+// (columns_cluster), else a grid of up to two resident grids.
+template <auto Kernel, class... Args>
+void launch_column_tasks(const ReduceSumNvidia& d, int64_t tasks, dim3 block, cudaStream_t stream, Args... args) {
+  if (d.cluster > 1) {
+    allow_large_clusters<Kernel>();  // on this device (the descriptor may be another's)
+    return launch_with(cluster_attribute(d.cluster), Kernel, static_cast<unsigned>(tasks), block, 0, stream, args...);
+  }
+  Kernel<<<grid_for(tasks, 2048 / kColumnsThreads, 2), block, 0, stream>>>(args...);
+}
+
 template <class T, class Index>
 void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
   constexpr int VEC = kVec16<T>;
@@ -799,21 +906,30 @@ void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* parti
   args.out_stride = d.kept.inner_stride(0);
   args.reduced_stride = d.reduced.ndim == 1 ? d.reduced.strides[0][0] : 0;
   args.vectors_ok = d.rows_aligned && aligned16(src);
-  args.tiles_fastest = d.tiles_fastest;
+  args.tiles_fastest = d.tiles_fastest && d.cluster <= 1;  // (a cluster's blocks: one tile's splits)
   args.partials = partials;
   const int64_t tasks = d.planes * d.col_tiles * d.splits;
   const dim3 block(d.tx, d.ty);
   args.src_first = d.src_first;
   args.src_end = d.src_end;
-  const unsigned grid = grid_for(tasks, 2048 / kColumnsThreads, 2);
+  const OffsetCalc<2, Index> planes(d.plane_layout);
+  const OffsetCalc<1, Index> reduced(d.reduced);
+  const auto run = [&](auto shifted) {
+    constexpr bool kShifted = decltype(shifted)::value;
+    if (d.cluster > 1) {
+      launch_column_tasks<reduce_columns_kernel<T, Index, kShifted, true>>(d, tasks, block, stream, out, src, planes,
+                                                                           reduced, args);
+    } else {
+      launch_column_tasks<reduce_columns_kernel<T, Index, kShifted, false>>(d, tasks, block, stream, out, src, planes,
+                                                                            reduced, args);
+    }
+  };
   if (!args.vectors_ok && d.shifted)
-    reduce_columns_kernel<T, Index, true><<<grid, block, 0, stream>>>(
-        out, src, OffsetCalc<2, Index>(d.plane_layout), OffsetCalc<1, Index>(d.reduced), args);
+    run(std::true_type{});
   else
-    reduce_columns_kernel<T, Index, false><<<grid, block, 0, stream>>>(
-        out, src, OffsetCalc<2, Index>(d.plane_layout), OffsetCalc<1, Index>(d.reduced), args);
+    run(std::false_type{});
   check_launch("reduce_columns_kernel");
-  if (d.splits > 1)
+  if (d.splits > 1 && d.cluster <= 1)
     launch_finish(d, finish_columns_kernel<T, Index>, grid_for(ceil_div(d.rows, 8), 8, 2), stream, out, partials,
                   OffsetCalc<2, Index>(d.plane_layout), args, int64_t{d.tx} * VEC);
 }
