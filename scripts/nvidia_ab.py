@@ -47,6 +47,7 @@ SOFTMAX_CASES = [  # (name, shape, dim, dtypes)
     ("vocab_4096x151936", (4096, 151936), -1, ("float32", "float16", "bfloat16")),
     ("vocab_32x151936", (32, 151936), -1, ("float32", "bfloat16")),
     ("gpt2_4096x50257", (4096, 50257), -1, ("float32", "bfloat16")),  # rows not whole vectors long
+    ("aligned_4096x50264", (4096, 50264), -1, ("float32", "bfloat16")),  # gpt2's rows rounded up to whole vectors
     ("few_64x50000", (64, 50000), -1, ("float32", "bfloat16")),
     ("few_3x300000", (3, 300000), -1, ("float32", "bfloat16")),  # rows_shared16: 48 blocks (planned: rows_resident)
     ("few_16x300000", (16, 300000), -1, ("float32", "bfloat16")),
@@ -93,7 +94,9 @@ SOFTMAX_CONFIGS = [
     ("no_shared", {"SOFTMAX_SHARED": 0}),
     ("shared_kb20", {"SOFTMAX_SHARED_KB": 20}),  # slice cap (planned 80 KB)
     ("shared_kb40", {"SOFTMAX_SHARED_KB": 40}),
+    ("shared_kb110", {"SOFTMAX_SHARED_KB": 110}),
     ("shared_kb160", {"SOFTMAX_SHARED_KB": 160}),
+    ("shared_one_kb80", {"SOFTMAX_SHARED_ONE_KB": 80}),  # a row in one block only up to 80 KB (before session 23)
     ("shared_max8", {"SOFTMAX_SHARED_MAX": 8}),
     ("shared_min_blocks1", {"SOFTMAX_SHARED_MIN_BLOCKS": 1}),  # few rows: rows_shared however few blocks it has
     ("min_blocks2", {"SOFTMAX_MIN_BLOCKS": 2}),

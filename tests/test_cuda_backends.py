@@ -301,11 +301,15 @@ VARIANT_CASES = [
      {"dim": -1, "nvidia_variant": {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
      None),
     ("softmax-rows-shared-large-clusters", "softmax", [(270, 40008)], "contiguous",
-     {"dim": -1, "tune": {"SOFTMAX_SHARED_KB": 10},
+     {"dim": -1, "tune": {"SOFTMAX_SHARED_KB": 10, "SOFTMAX_SHARED_ONE_KB": 10},
       "nvidia_variant": {"float32": "rows_shared16", "float16": "rows_shared8", "bfloat16": "rows_shared8"}}, None),
     ("softmax-rows-shared-one-block", "softmax", [(270, 40008)], "contiguous",
      {"dim": -1, "tune": {"SOFTMAX_SHARED_KB": 200}, "nvidia_variant": "rows_shared1"}, None),
-    # rows not whole vectors long, each at another 16-byte alignment: the edges element by element
+    # rows not whole vectors long, each at another 16-byte alignment: the edges element by element;
+    # a 100 KB 16-bit row in one block (past the 80 KB slices of a cluster)
+    ("softmax-rows-shared-odd-one-block", "softmax", [(200, 50257)], "contiguous",
+     {"dim": -1, "nvidia_variant": {"float32": "rows_shared4", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
+     None),
     ("softmax-rows-shared-odd", "softmax", [(270, 40001)], "contiguous",
      {"dim": -1, "nvidia_variant": {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
      None),

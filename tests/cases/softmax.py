@@ -98,6 +98,7 @@ def benchmark_cases():
         *case_grid("long_16x4M", [(16, 4 * M)], params=last, gpu_only=True),  # long rows at 64M elements
         *case_grid("dim0_8192x8192", [(8192, 8192)], params=dim0, gpu_only=True),
         *case_grid("vocab_4096x151936", [(4096, 151936)], params=last, gpu_only=True),
+        *case_grid("vocab_gpt2_4096x50257", [(4096, 50257)], params=last, gpu_only=True),  # odd rows
         *case_grid("large_16384x16384", [(16384, 16384)], params=last, gpu_only=True),
         *case_grid("odd_16384x12289", [(16384, 12289)], [f32, bf16], params=last, gpu_only=True),
     ]

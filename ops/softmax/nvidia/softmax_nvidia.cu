@@ -312,7 +312,12 @@ void plan_shared_rows(SoftmaxNvidia& d) {
     rows_in_step = rows_in_step && ((d.rows.strides[0][k] - d.rows.strides[1][k]) * element_size) % 16 == 0;
   if (tuned("SOFTMAX_SHARED", 1) != 1 || current_device_info().cc_major < 9 || !rows_in_step || d.out_stride != 1)
     return;
+  // Slices of at most 80 KB (2-3 blocks per SM); a whole row of up to 110 KB
+  // in one block (2 per SM): no cluster barrier to wait on. H200,
+  // scripts/nvidia_ab.py, us: 4096 x 50257 bf16 214.6 (one 100 KB block)
+  // vs 249.1 (two of 50 KB), 4096 x 50264 bf16 214.5 vs 229.0.
   const int64_t cap = std::max<int64_t>(1, tuned("SOFTMAX_SHARED_KB", 80)) << 10;
+  const int64_t one_block_cap = std::max<int64_t>(1, tuned("SOFTMAX_SHARED_ONE_KB", 110)) << 10;
   const int64_t max_c =
       std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_SHARED_MAX", kMaxSharedCluster)), 1, kMaxSharedCluster);
   const int64_t row_vectors = d.length / vec;
@@ -322,7 +327,8 @@ void plan_shared_rows(SoftmaxNvidia& d) {
   for (int c = 1; c <= max_c; c *= 2) {
     const int64_t slice = ceil_div(row_vectors, int64_t{c});
     const size_t smem = static_cast<size_t>(slice) * sizeof(Raw16);
-    if (static_cast<int64_t>(smem) > cap || ceil_div(slice, int64_t{kSharedPieceVectors}) > kMaxSharedPieces)
+    if (static_cast<int64_t>(smem) > (c == 1 ? std::max(cap, one_block_cap) : cap) ||
+        ceil_div(slice, int64_t{kSharedPieceVectors}) > kMaxSharedPieces)
       continue;
     if (d.nrows * c > INT32_MAX || d.nrows * c < min_blocks) return;
     dispatch_dtype(d.dtype, [&](auto type) {
