@@ -562,11 +562,12 @@ void plan_column_cluster(ReduceSumNvidia* d, int vec) {
   const DeviceInfo& info = current_device_info();
   const int64_t mode = tuned("REDUCE_COLUMN_CLUSTER", 1);
   if (d->splits <= 1 || info.cc_major < 9 || mode == 0 || (mode == 1 && !d->rows_aligned)) return;
-  const int tx = static_cast<int>(
-      std::min<int64_t>(d->tx, std::clamp<int64_t>(floor_pow2(tuned("REDUCE_COLUMN_CLUSTER_TX", 8)), 1, kColumnsThreads)));
+  const int64_t tile_threads = floor_pow2(tuned("REDUCE_COLUMN_CLUSTER_TX", 8));
+  const int tx = static_cast<int>(std::min<int64_t>(d->tx, std::clamp<int64_t>(tile_threads, 1, kColumnsThreads)));
   const int ty = kColumnsThreads / tx;
   const int64_t col_tiles = ceil_div(d->columns, int64_t{tx} * vec), tiles = d->planes * col_tiles;
-  const int64_t most = std::clamp<int64_t>(tuned("REDUCE_COLUMN_CLUSTER_MAX", kMaxColumnCluster), 1, kMaxColumnCluster);
+  const int64_t most =
+      std::clamp<int64_t>(tuned("REDUCE_COLUMN_CLUSTER_MAX", kMaxColumnCluster), 1, kMaxColumnCluster);
   const int64_t rows_per_round = int64_t{ty} * kUnroll;
   int64_t c = 0;
   dispatch_dtype(d->dtype, [&](auto type) {
@@ -576,8 +577,8 @@ void plan_column_cluster(ReduceSumNvidia* d, int vec) {
       constexpr auto aligned = reduce_columns_kernel<T, Index, false, true>;
       constexpr auto shifted = reduce_columns_kernel<T, Index, true, true>;
       const bool planned_shifted = !d->rows_aligned && d->shifted;  // (a misaligned base at execute may shift)
-      const int64_t resident = int64_t{info.sm_count} *
-                               std::max(1, resident_blocks_per_sm(planned_shifted ? shifted : aligned, kColumnsThreads));
+      const int per_sm = resident_blocks_per_sm(planned_shifted ? shifted : aligned, kColumnsThreads);
+      const int64_t resident = int64_t{info.sm_count} * std::max(1, per_sm);
       c = floor_pow2(std::min({most, resident / tiles, ceil_div(d->reduced_numel, rows_per_round)}));
       if (c < 2 || tiles * c < tuned("REDUCE_COLUMN_CLUSTER_MIN_BLOCKS", resident / 4)) {
         c = 0;
@@ -586,7 +587,8 @@ void plan_column_cluster(ReduceSumNvidia* d, int vec) {
       allow_large_clusters<aligned>();
       allow_large_clusters<shifted>();
       for (; c >= 2; c /= 2)
-        if (resident_clusters(aligned, c, kColumnsThreads, 0) > 0 && resident_clusters(shifted, c, kColumnsThreads, 0) > 0)
+        if (resident_clusters(aligned, c, kColumnsThreads, 0) > 0 &&
+            resident_clusters(shifted, c, kColumnsThreads, 0) > 0)
           break;
     });
   });
