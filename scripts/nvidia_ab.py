@@ -189,6 +189,8 @@ REDUCE_CONFIGS = [
     ("column_cluster_all", {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1}),
     ("column_cluster_all_tx8", {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1, "REDUCE_COLUMN_TX": 8}),
     ("column_cluster_all_tx16", {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1, "REDUCE_COLUMN_TX": 16}),
+    ("column_cluster_tx4", {"REDUCE_COLUMN_CLUSTER_TX": 4}),  # 64-byte tiles in 16-bit, 16 in float32
+    ("column_cluster_tx16", {"REDUCE_COLUMN_CLUSTER_TX": 16}),
     ("column_cluster_all_max4", {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1, "REDUCE_COLUMN_CLUSTER_MAX": 4}),
     ("column_cluster_all_tx8_max4", {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1, "REDUCE_COLUMN_TX": 8,
                                      "REDUCE_COLUMN_CLUSTER_MAX": 4}),
