@@ -28,13 +28,13 @@
 // the GPU for the first, which hides the launch gap between them.
 #include "reduce_sum_nvidia.h"
 
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <string>
 
 #include "../../common/descriptor.h"
 #include "../../common/tuning.h"
-#include <cooperative_groups.h>
-
 #include "../../common/nvidia/column_task.cuh"
 #include "../../common/nvidia/cuda_types.cuh"
 #include "../../common/nvidia/group_reduce.cuh"
@@ -79,7 +79,7 @@ struct ReduceSumNvidia : oprt_descriptor {
   int tx = 32, ty = 8;           // columns: block shape
   int64_t columns = 0, col_tiles = 0, planes = 0, reduced_numel = 0;
   int64_t splits = 1, split_len = 0;
-  int cluster = 0;               // columns_cluster: blocks per cluster (the splits of a tile); 0: none
+  bool clustered = false;        // columns_cluster: a tile's splits are the blocks of one cluster
   bool early_finish = true;      // split: launch the finishing kernel early (A/B: OPRT_TUNE_REDUCE_EARLY_FINISH=0)
   bool dense_rows = false;       // rows: one contiguous run per output, reduce_dense_rows_kernel
   int finish_threads = 32;       // split rows: threads per row in finish_rows_kernel
@@ -593,7 +593,8 @@ void plan_column_cluster(ReduceSumNvidia* d, int vec) {
     });
   });
   if (c < 2) return;
-  d->cluster = static_cast<int>(c);
+  d->clustered = true;
+  d->tiles_fastest = false;  // tasks split fastest: a cluster's C consecutive blocks are one tile's splits
   d->tx = tx;
   d->ty = ty;
   d->col_tiles = col_tiles;
@@ -699,8 +700,8 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     if (fit) d->split_len = ceil_div(d->split_len, d->ty * kUnroll) * d->ty * kUnroll;  // (fewer splits, never more)
     d->splits = ceil_div(d->reduced_numel, d->split_len);
     plan_column_cluster(d, vec);
-    if (d->cluster > 1) {
-      d->variant += "_cluster" + std::to_string(d->cluster);
+    if (d->clustered) {
+      d->variant += "_cluster" + std::to_string(d->splits);
     } else if (d->splits > 1) {
       d->variant += "_split";
       d->workspace_bytes = static_cast<size_t>(tiles * d->splits * d->tx * vec) * sizeof(float);
@@ -884,17 +885,6 @@ void launch_rows(const ReduceSumNvidia& d, T* out, const T* src, float* partials
   return launch_rows_unrolled<T, kUnroll, Index>(d, out, src, partials, stream);
 }
 
-// The column kernel, a block per task in clusters of the tile's splits
-// (columns_cluster), else a grid of up to two resident grids.
-template <auto Kernel, class... Args>
-void launch_column_tasks(const ReduceSumNvidia& d, int64_t tasks, dim3 block, cudaStream_t stream, Args... args) {
-  if (d.cluster > 1) {
-    allow_large_clusters<Kernel>();  // on this device (the descriptor may be another's)
-    return launch_with(cluster_attribute(d.cluster), Kernel, static_cast<unsigned>(tasks), block, 0, stream, args...);
-  }
-  Kernel<<<grid_for(tasks, 2048 / kColumnsThreads, 2), block, 0, stream>>>(args...);
-}
-
 template <class T, class Index>
 void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
   constexpr int VEC = kVec16<T>;
@@ -908,7 +898,7 @@ void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* parti
   args.out_stride = d.kept.inner_stride(0);
   args.reduced_stride = d.reduced.ndim == 1 ? d.reduced.strides[0][0] : 0;
   args.vectors_ok = d.rows_aligned && aligned16(src);
-  args.tiles_fastest = d.tiles_fastest && d.cluster <= 1;  // (a cluster's blocks: one tile's splits)
+  args.tiles_fastest = d.tiles_fastest;
   args.partials = partials;
   const int64_t tasks = d.planes * d.col_tiles * d.splits;
   const dim3 block(d.tx, d.ty);
@@ -918,12 +908,14 @@ void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* parti
   const OffsetCalc<1, Index> reduced(d.reduced);
   const auto run = [&](auto shifted) {
     constexpr bool kShifted = decltype(shifted)::value;
-    if (d.cluster > 1) {
-      launch_column_tasks<reduce_columns_kernel<T, Index, kShifted, true>>(d, tasks, block, stream, out, src, planes,
-                                                                           reduced, args);
+    if (d.clustered) {  // a block per task, a tile's splits one cluster
+      constexpr auto kernel = reduce_columns_kernel<T, Index, kShifted, true>;
+      allow_large_clusters<kernel>();  // on this device (the descriptor may be another's)
+      launch_with(cluster_attribute(static_cast<unsigned>(d.splits)), kernel, static_cast<unsigned>(tasks), block, 0,
+                  stream, out, src, planes, reduced, args);
     } else {
-      launch_column_tasks<reduce_columns_kernel<T, Index, kShifted, false>>(d, tasks, block, stream, out, src, planes,
-                                                                            reduced, args);
+      const unsigned grid = grid_for(tasks, 2048 / kColumnsThreads, 2);
+      reduce_columns_kernel<T, Index, kShifted, false><<<grid, block, 0, stream>>>(out, src, planes, reduced, args);
     }
   };
   if (!args.vectors_ok && d.shifted)
@@ -931,7 +923,7 @@ void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* parti
   else
     run(std::false_type{});
   check_launch("reduce_columns_kernel");
-  if (d.splits > 1 && d.cluster <= 1)
+  if (d.splits > 1 && !d.clustered)
     launch_finish(d, finish_columns_kernel<T, Index>, grid_for(ceil_div(d.rows, 8), 8, 2), stream, out, partials,
                   OffsetCalc<2, Index>(d.plane_layout), args, int64_t{d.tx} * VEC);
 }

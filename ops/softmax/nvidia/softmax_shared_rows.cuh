@@ -3,9 +3,10 @@
 // the row into shared memory, takes the slice's (max, sum) as the copies
 // land, merges the C results through distributed shared memory in rank
 // order, and writes its slice from shared memory. src leaves DRAM once,
-// where rows_twice reads it twice (the second time partly from L2). Two
-// blocks per SM (slices of up to 80 KB) keep two rows in flight, so one
-// block's copies overlap the other's writes. Takes rows contiguous along
+// where rows_twice reads it twice (the second time partly from L2). Two or
+// three blocks per SM (slices of up to 80 KB; a row of up to 110 KB is one
+// block) keep rows in flight, so one block's copies overlap another's
+// writes. Takes rows contiguous along
 // the dim in both tensors, out's rows at src's 16-byte alignment.
 #ifndef OPRT_SOFTMAX_NVIDIA_SHARED_ROWS_CUH_
 #define OPRT_SOFTMAX_NVIDIA_SHARED_ROWS_CUH_
