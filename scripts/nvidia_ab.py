@@ -65,6 +65,12 @@ SOFTMAX_CONFIGS = [
     ("ahead8", {"SOFTMAX_RESIDENT_AHEAD": 8}),  # every bulk copy at once (the sixth session's kernel)
     ("ahead2", {"SOFTMAX_RESIDENT_AHEAD": 2}),
     ("ahead5", {"SOFTMAX_RESIDENT_AHEAD": 5}),
+    # rows_resident's cache filled by bulk copies / by each thread's own 16-byte asynchronous copies (planned for
+    # chunks of at least 1.5 times the cache); copies with 6 rounds in flight; rows_resident past 96 MB
+    ("resident_bulk", {"SOFTMAX_RESIDENT_COPIES": 0}),
+    ("resident_copies", {"SOFTMAX_RESIDENT_COPIES": 1}),
+    ("copies_a6", {"SOFTMAX_RESIDENT_COPIES": 1, "SOFTMAX_RESIDENT_AHEAD": 6}),
+    ("resident_all_bulk", {"SOFTMAX_RESIDENT_MAX_MB": 1 << 20, "SOFTMAX_RESIDENT_COPIES": 0}),
     ("slots8", {"SOFTMAX_SLOTS": 8}),
     ("min_blocks1", {"SOFTMAX_MIN_BLOCKS": 1}),
     ("split_unroll8", {"SOFTMAX_SPLIT_UNROLL": 8}),

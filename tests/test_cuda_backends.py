@@ -137,6 +137,10 @@ VARIANT_CASES = [
      {"dim": -1, "nvidia_variant": "rows_dense_split"}, None),
     ("sum-all-split", "reduce_sum", [(1 << 22,)], "contiguous", {"dim": None, "nvidia_variant": "rows_dense_split"},
      None),
+    # split dense rows with 32 threads a task (a block's 8 tasks span rows); 64 rows, unaligned
+    ("sum-rows-split-groups", "reduce_sum", [(3, 1 << 20)], "contiguous",
+     {"dim": -1, "tune": {"REDUCE_MAX_TPR": 32}, "nvidia_variant": "rows_dense_split"}, None),
+    ("sum-rows-split-many", "reduce_sum", [(64, 1 << 16)], "offset", {"dim": -1}, None),
     ("sum-runs", "reduce_sum", [(2, 8192, 1024)], "contiguous", {"dim": (0, 2), "nvidia_variant": "rows"}, None),
     ("sum-runs-split", "reduce_sum", [(64, 2, 4096)], "contiguous", {"dim": (0, 2), "nvidia_variant": "rows_split"},
      None),
@@ -266,6 +270,17 @@ VARIANT_CASES = [
     # more than one round of loads per thread outside shared memory: read again after the barrier
     ("softmax-rows-resident-rest-reread", "softmax", [(5, 700001)], "offset",
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT_CACHE": 100}}, None),
+    # the cache filled by each thread's own copies (rows_resident_copies): planned for chunks of at least 1.5
+    # times the cache (float32 here, 363 KB; 16-bit chunks half that stay bulk), and told on the shapes above
+    ("softmax-rows-resident-copies", "softmax", [(1, 12_000_001)], "offset",
+     {"dim": -1, "nvidia_variant": {"float32": "rows_resident_copies", "float16": "rows_resident",
+                                    "bfloat16": "rows_resident"}}, None),
+    ("softmax-rows-resident-copies-told", "softmax", [(2, (1 << 21) + 3)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_RESIDENT_COPIES": 1}, "nvidia_variant": "rows_resident_copies"}, None),
+    ("softmax-rows-resident-copies-partly-cached", "softmax", [(5, 270001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_RESIDENT_COPIES": 1, "SOFTMAX_RESIDENT_CACHE": 700}}, None),
+    ("softmax-rows-resident-copies-rest-reread", "softmax", [(5, 700001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_RESIDENT_COPIES": 1, "SOFTMAX_RESIDENT_CACHE": 100}}, None),
     # long rows in (row, chunk) tasks over two launches (nvidia: rows_split2), or one cooperative kernel
     ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous",
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}, "nvidia_variant": "rows_split2"}, None),

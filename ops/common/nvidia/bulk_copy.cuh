@@ -1,5 +1,6 @@
-// Bulk asynchronous copies (TMA, sm_90) from global into shared memory,
-// each completing on an mbarrier of its own.
+// Asynchronous copies from global into shared memory: bulk copies (TMA,
+// sm_90), each completing on an mbarrier of its own, and one thread's
+// 16-byte copies (sm_80), completing by commit group.
 #ifndef OPRT_COMMON_NVIDIA_BULK_COPY_CUH_
 #define OPRT_COMMON_NVIDIA_BULK_COPY_CUH_
 
@@ -34,6 +35,36 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* shared, const void* gl
 __device__ __forceinline__ void wait_landed(uint64_t* landed, uint32_t parity) {
 #if __CUDA_ARCH__ >= 900
   while (!cuda::ptx::mbarrier_try_wait_parity(landed, parity)) {
+  }
+#endif
+}
+
+// One thread's asynchronous 16-byte copy (sm_80) from global into shared
+// memory, not kept in L1; copies are grouped by commit_async_copies() and
+// waited for by group, oldest first.
+__device__ __forceinline__ void copy16_to_shared_async(void* shared, const void* global) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(global) : "memory");
+#endif
+}
+__device__ __forceinline__ void commit_async_copies() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+// Waits until at most `pending` (0-7) of this thread's groups are in flight.
+__device__ __forceinline__ void wait_async_copies_pending(int pending) {
+#if __CUDA_ARCH__ >= 800
+  switch (pending) {
+    case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
+    case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+    case 3: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+    case 4: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
+    case 5: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+    case 6: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_group 7;" ::: "memory"); break;
   }
 #endif
 }

@@ -331,14 +331,15 @@ constexpr int kResidentUnroll = 4;
 constexpr int kPieceVectors = kResidentThreads * kResidentUnroll;  // one bulk copy: 32 KB, a round per thread
 constexpr int kMaxPieces = 8;                                      // 256 KB: more than any SM holds
 
-template <class T, class Index>
+
+template <class T, class Index, bool kBulk>
 __global__ void __launch_bounds__(kResidentThreads, 1)
 softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitArgs args, int64_t cache_vectors,
                         int ahead) {
 #if __CUDA_ARCH__ >= 900
   constexpr int VEC = kVec16<T>, U = kResidentUnroll;
   extern __shared__ Raw16 cache[];
-  __shared__ uint64_t landed[kMaxPieces];  // one mbarrier per bulk copy
+  __shared__ uint64_t landed[kMaxPieces];  // kBulk: one mbarrier per bulk copy
   __shared__ Stats slots[kMaxWarps];
   const int64_t task = blockIdx.x;
   const bool active = task < args.nrows * args.splits;
@@ -352,33 +353,61 @@ softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitAr
   const int64_t cached = min((c1 - a) / VEC, cache_vectors);           // vectors from a on, in `cache`
   const int64_t rest = a + cached * VEC;                               // read from global memory
   const int pieces = static_cast<int>(ceil_div(cached, kPieceVectors));
-  // Thread 0 keeps `ahead` pieces in flight: piece k lands before the later
-  // ones compete for bandwidth, so the stats of k overlap their loads. Each
-  // piece has its own shared memory and barrier (nothing is reused).
-  const auto issue = [&](int k) {
-    const int64_t v0 = int64_t{k} * kPieceVectors;
-    const uint32_t bytes = static_cast<uint32_t>(min(int64_t{kPieceVectors}, cached - v0) * sizeof(Raw16));
-    bulk_copy_to_shared(cache + v0, p + a + v0 * VEC, bytes, &landed[k]);
-  };
-  if (threadIdx.x == 0) {
-    init_landed(landed, pieces);
-    for (int k = 0; k < min(pieces, ahead); ++k) issue(k);
-  }
-  __syncthreads();  // no thread waits on a barrier before it is initialized
   Stats st{-INFINITY, 0.0f};
   const auto stats_scalar = [&](int64_t i) {
     const float x[1] = {to_float(p[i])};
     update(st, x);
   };
-  for (int64_t i = c0 + threadIdx.x; i < a; i += blockDim.x) stats_scalar(i);
-  visit_chunk<false, U, kResidentThreads>(
-      p, rest, c1,
-      [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&)[U]) { update_round<T>(st, raw, ok); },
-      stats_scalar);
-  for (int k = 0; k < pieces; ++k) {
-    wait_landed(&landed[k], 0);
-    if (threadIdx.x == 0 && k + ahead < pieces) issue(k + ahead);
-    update_from_shared<T, U, kResidentThreads>(st, cache, int64_t{k} * kPieceVectors, cached);
+  const auto stats_rest = [&] {
+    visit_chunk<false, U, kResidentThreads>(
+        p, rest, c1,
+        [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&)[U]) { update_round<T>(st, raw, ok); },
+        stats_scalar);
+  };
+  if constexpr (kBulk) {
+    // Thread 0 keeps `ahead` pieces in flight: piece k lands before the later
+    // ones compete for bandwidth, so the stats of k overlap their loads. Each
+    // piece has its own shared memory and barrier (nothing is reused).
+    const auto issue = [&](int k) {
+      const int64_t v0 = int64_t{k} * kPieceVectors;
+      const uint32_t bytes = static_cast<uint32_t>(min(int64_t{kPieceVectors}, cached - v0) * sizeof(Raw16));
+      bulk_copy_to_shared(cache + v0, p + a + v0 * VEC, bytes, &landed[k]);
+    };
+    if (threadIdx.x == 0) {
+      init_landed(landed, pieces);
+      for (int k = 0; k < min(pieces, ahead); ++k) issue(k);
+    }
+    __syncthreads();  // no thread waits on a barrier before it is initialized
+    for (int64_t i = c0 + threadIdx.x; i < a; i += blockDim.x) stats_scalar(i);
+    stats_rest();
+    for (int k = 0; k < pieces; ++k) {
+      wait_landed(&landed[k], 0);
+      if (threadIdx.x == 0 && k + ahead < pieces) issue(k + ahead);
+      update_from_shared<T, U, kResidentThreads>(st, cache, int64_t{k} * kPieceVectors, cached);
+    }
+  } else {
+    // Each thread copies its own vectors of the cache (those it reads in
+    // update_from_shared and in the write pass: no block barrier), a round
+    // of U at a time, `ahead` rounds in flight; a commit group per round,
+    // empty past the last, so `ahead - 1` groups pending means round k is in.
+    const auto issue = [&](int k) {
+      if (k < pieces) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int64_t v = int64_t{k} * kPieceVectors + u * kResidentThreads + threadIdx.x;
+          if (v < cached) copy16_to_shared_async(cache + v, p + a + v * VEC);
+        }
+      }
+      commit_async_copies();
+    };
+    for (int k = 0; k < ahead; ++k) issue(k);
+    for (int64_t i = c0 + threadIdx.x; i < a; i += blockDim.x) stats_scalar(i);
+    for (int k = 0; k < pieces; ++k) {
+      wait_async_copies_pending(ahead - 1);
+      update_from_shared<T, U, kResidentThreads>(st, cache, int64_t{k} * kPieceVectors, cached);
+      issue(k + ahead);
+    }
+    stats_rest();  // last: the write pass reads it again first, while L2 holds it
   }
   st = block_merge(st, slots);
   if (active && threadIdx.x == 0) args.partials[task] = st;

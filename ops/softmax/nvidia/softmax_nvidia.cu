@@ -92,7 +92,8 @@ struct SoftmaxNvidia : oprt_descriptor {
   bool evict_first = false; // twice, resident: the write pass marks its lines first to leave L2
   unsigned grid = 0;        // split, resident: the cooperative grid
   int64_t cache_vectors = 0;  // resident, twice: 16-byte vectors of shared memory per block
-  int ahead = kMaxPieces;     // resident: bulk copies in flight at a time
+  int ahead = kMaxPieces;     // resident: bulk copies (or rounds of a thread's copies) in flight at a time
+  bool resident_copies = false;  // resident: the cache filled by each thread's copies (else bulk copies)
   int tx = 32, ty = 8;      // columns
   int64_t columns = 1, col_tiles = 1, planes = 1, src_col_stride = 1, out_col_stride = 1;
   int column_cluster = 0;   // columns_cluster: blocks per tile (0: the columns kernels)
@@ -109,9 +110,9 @@ constexpr int kMaxColumnCluster = 16;      // columns_cluster: the largest (non-
 constexpr int kMaxSharedCluster = 16;      // rows_shared: the largest (non-portable) cluster
 
 // The shared memory a resident block holds its chunk in (on the current device).
-template <class T, class Index>
+template <class T, class Index, bool kBulk = false>
 size_t resident_cache_bytes() {
-  return opt_in_dynamic_smem<softmax_resident_kernel<T, Index>>(size_t{kMaxPieces} * kPieceVectors * 16);
+  return opt_in_dynamic_smem<softmax_resident_kernel<T, Index, kBulk>>(size_t{kMaxPieces} * kPieceVectors * 16);
 }
 
 // Cuts every row into `splits` chunks of whole vectors, about `blocks` in
@@ -125,18 +126,28 @@ void plan_chunks(SoftmaxNvidia& d, int64_t blocks, int64_t min_chunk, int vec) {
 }
 
 // Few long rows: one chunk per block of a one-block-per-SM cooperative grid.
+// The cache is filled by bulk copies, or (`resident_copies`) by each
+// thread's own 16-byte asynchronous copies, 4 rounds of 32 KB a block in
+// flight, where a chunk is at least 1.5 times the cache: bulk copies, 3 in
+// flight, stall while the threads read the rest of the chunk with ordinary
+// loads before any of them; copies are issued again as each round is read,
+// and the rest is read after them. H200, scripts/nvidia_ab.py, us, copies
+// vs bulk: 4 x 4M float32 (508 KB chunks) 43.8 vs 49.6, 1 x 16M float32
+// 44.0 vs 50.0, 32 x 1M bf16 46.5 vs 53.3; where the chunk about fits the
+// cache, even or behind: 4 x 4M bf16 (254 KB) 27.6 vs 28.1, 5 x 3M+7 bf16
+// (242 KB) 32.1 vs 28.7 (A/B: OPRT_TUNE_SOFTMAX_RESIDENT_COPIES=0 bulk, 1
+// copies; _AHEAD the rounds or copies in flight).
 void plan_resident(SoftmaxNvidia& d, int vec) {
   d.kind = Kind::kResident;
-  d.variant = "rows_resident";
+  size_t cache_bytes = 0;
   dispatch_dtype(d.dtype, [&](auto type) {
     dispatch_index(d.nrows, [&](auto index) {
       using T = decltype(type);
       using Index = decltype(index);
-      const size_t bytes = resident_cache_bytes<T, Index>();
-      d.grid = resident_grid(softmax_resident_kernel<T, Index>, kResidentThreads, 1, bytes);
-      const int64_t room = static_cast<int64_t>(bytes / 16);
+      cache_bytes = resident_cache_bytes<T, Index>();
+      d.grid = resident_grid(softmax_resident_kernel<T, Index, false>, kResidentThreads, 1, cache_bytes);
+      const int64_t room = static_cast<int64_t>(cache_bytes / 16);
       d.cache_vectors = std::clamp<int64_t>(tuned("SOFTMAX_RESIDENT_CACHE", room), 0, room);
-      d.ahead = static_cast<int>(std::clamp<int64_t>(tuned("SOFTMAX_RESIDENT_AHEAD", 3), 1, kMaxPieces));
       // The write pass marked first to leave L2, as in rows_twice: the rest
       // of a chunk stays longer (H200: 4 x 4M bf16 29.1 vs 31.3 us, 5 x
       // 3M+7 bf16 28.6 vs 30.5; float32 49.4 vs 49.9).
@@ -145,6 +156,11 @@ void plan_resident(SoftmaxNvidia& d, int vec) {
   });
   // At most one chunk per block, each at least a round of the block's loads.
   plan_chunks(d, d.grid, int64_t{kResidentThreads} * vec * kResidentUnroll, vec);
+  const int64_t chunk_bytes = d.chunk * (16 / vec), copies = tuned("SOFTMAX_RESIDENT_COPIES", 2);
+  d.resident_copies = copies == 1 || (copies == 2 && 2 * chunk_bytes >= 3 * static_cast<int64_t>(cache_bytes));
+  d.ahead = static_cast<int>(
+      std::clamp<int64_t>(tuned("SOFTMAX_RESIDENT_AHEAD", d.resident_copies ? 4 : 3), 1, kMaxPieces));
+  d.variant = d.resident_copies ? "rows_resident_copies" : "rows_resident";
 }
 
 // rows_twice's row cache: as many 16-byte vectors of shared memory as
@@ -485,11 +501,13 @@ SoftmaxNvidia* plan(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src
       }
     }
     // rows_resident keeps ~224 KB of each SM's chunk on chip (~30 MB in
-    // all): past ~96 MB of input it mostly reads twice, and rows_split, with
-    // more blocks per SM, does that faster (H200, scripts/nvidia_ab.py: 16 x
-    // 4M float32 230.4 vs 217.7 us, bf16 119.0 vs 115.6; 4 x 4M float32, 64
-    // MB: 50.5 vs 54.0).
-    const int64_t resident_max_bytes = tuned("SOFTMAX_RESIDENT_MAX_MB", 96) << 20;
+    // all) and reads the rest twice. With bulk copies it lost to rows_split2
+    // past ~96 MB (H200: 16 x 4M float32 237.2 vs 202.6 us, bf16 116.7 vs
+    // 112.0); such chunks (over 700 KB) take per-thread copies, which win
+    // (16 x 4M float32 200.3 vs 202.0, bf16 102.6 vs 112.0; 32 x 1M float32
+    // 96.9 vs 106.3), so no size limit is planned
+    // (OPRT_TUNE_SOFTMAX_RESIDENT_MAX_MB sets one).
+    const int64_t resident_max_bytes = tuned("SOFTMAX_RESIDENT_MAX_MB", int64_t{1} << 40) << 20;
     if (d->nrows <= sms && current_device_info().cc_major >= 9 && tuned("SOFTMAX_RESIDENT", 1) == 1 &&
         d->nrows * d->length * element_size <= resident_max_bytes) {
       plan_resident(*d, vec);
@@ -692,10 +710,14 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
                              rows, args);
     }
     if (d.kind == Kind::kResident) {
-      const size_t bytes = resident_cache_bytes<T, Index>();  // on this device (the descriptor may be another's)
-      return launch_with(cooperative_attribute(), softmax_resident_kernel<T, Index>, d.grid, kResidentThreads,
-                         bytes, stream, out, src, OffsetCalc<2, Index>(d.rows), args,
-                         std::min<int64_t>(d.cache_vectors, static_cast<int64_t>(bytes / 16)), d.ahead);
+      const auto run = [&](auto bulk) {
+        constexpr bool kBulk = decltype(bulk)::value;
+        const size_t bytes = resident_cache_bytes<T, Index, kBulk>();  // on this device (the descriptor may be another's)
+        return launch_with(cooperative_attribute(), softmax_resident_kernel<T, Index, kBulk>, d.grid,
+                           kResidentThreads, bytes, stream, out, src, OffsetCalc<2, Index>(d.rows), args,
+                           std::min<int64_t>(d.cache_vectors, static_cast<int64_t>(bytes / 16)), d.ahead);
+      };
+      return d.resident_copies ? run(std::false_type{}) : run(std::true_type{});
     }
     if (d.split_unroll == 8)
       return launch_with(cooperative_attribute(), softmax_split_kernel<T, Index, 8>, d.grid, kSplitThreads, 0,
