@@ -318,19 +318,21 @@ softmax_rows_twice_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Split
 
 // ---- few long rows, held in shared memory ------------------------------------------
 // No more (row, split) tasks than SMs: a cooperative grid of one 512-thread
-// block per SM, one task per block. One thread issues bulk asynchronous
-// copies (TMA, no registers; `ahead` of them in flight, so they land in
-// order) of the chunk's first vectors into shared memory, up to ~224 KB; the
-// threads read the rest of the chunk with ordinary loads, then take (max,
-// sum) over the copies as they land. After the grid barrier the rest is read
-// again (first, while L2 still holds it) and the shared copy is scaled and
-// written: src leaves DRAM once wherever the chunk fits in shared memory,
-// where rows_split reads it twice (the second time from L2 when it fits).
+// block per SM, one task per block. The chunk's first vectors, up to ~224
+// KB, come into shared memory by asynchronous copies, with no registers
+// held: kBulk, one thread's bulk copies (TMA; `ahead` of them in flight, so
+// they land in order) while the threads read the rest of the chunk with
+// ordinary loads, then take (max, sum) over the copies as they land; else
+// each thread's own 16-byte copies, `ahead` rounds in flight, refilled as
+// they are read, and the rest after them (see plan_resident). After the
+// grid barrier the rest is read again (first, while L2 still holds it) and
+// the shared copy is scaled and written: src leaves DRAM once wherever the
+// chunk fits in shared memory, where rows_split reads it twice (the second
+// time from L2 when it fits).
 constexpr int kResidentThreads = 512;
 constexpr int kResidentUnroll = 4;
-constexpr int kPieceVectors = kResidentThreads * kResidentUnroll;  // one bulk copy: 32 KB, a round per thread
+constexpr int kPieceVectors = kResidentThreads * kResidentUnroll;  // a bulk copy or a round: 32 KB
 constexpr int kMaxPieces = 8;                                      // 256 KB: more than any SM holds
-
 
 template <class T, class Index, bool kBulk>
 __global__ void __launch_bounds__(kResidentThreads, 1)

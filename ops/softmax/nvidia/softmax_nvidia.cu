@@ -34,9 +34,10 @@
 //            80 KB) into shared memory, so src is read once; max and sum
 //            exchanged across the cluster. The plan under it runs where
 //            the bases are not equally aligned
-//   rows_resident  the same for no more rows than SMs and up to 96 MB
-//            (sm_90), each chunk's first ~224 KB kept in shared memory
-//            between the passes
+//   rows_resident  the same for no more rows than SMs (sm_90), each
+//            chunk's first ~224 KB kept in shared memory between the
+//            passes, brought in by bulk copies or (rows_resident_copies,
+//            chunks of 1.5 times that or more) each thread's own copies
 //   columns  the dim is not the contiguous one (e.g. dim 0): threads along
 //            the contiguous dim, an online (max, sum) per column down the
 //            softmax dim, split over blocks through the workspace
