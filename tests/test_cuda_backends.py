@@ -109,6 +109,8 @@ def _offset(t):
 _CLUSTER_2 = "columns_cluster2"
 _CLUSTER_WIDE = {"float32": "columns_cluster2", "float16": "columns_cluster4", "bfloat16": "columns_cluster4"}
 _CLUSTER_8192 = {"float32": "columns_cluster16", "float16": "columns_cluster8", "bfloat16": "columns_cluster8"}
+# softmax rows_shared on rows of ~40000 elements: two slices of <= 80 KB in float32, one block in 16-bit.
+_SHARED_40K = {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}
 
 # (name, op, input shapes, input layout, params, out dtype for copy or None)
 VARIANT_CASES = [
@@ -310,11 +312,9 @@ VARIANT_CASES = [
     # part bulk copy; rows padded apart (the offset calculator); slices of <= 10 KB (clusters of 16 / 8);
     # one block per row (160 / 80 KB); planned, but the base not 16-byte aligned at execute: rows_twice runs
     ("softmax-rows-shared", "softmax", [(270, 40008)], "contiguous",
-     {"dim": -1, "nvidia_variant": {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
-     None),
+     {"dim": -1, "nvidia_variant": _SHARED_40K}, None),
     ("softmax-rows-shared-padded", "softmax", [(270, 40008)], "padded-rows",
-     {"dim": -1, "nvidia_variant": {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
-     None),
+     {"dim": -1, "nvidia_variant": _SHARED_40K}, None),
     ("softmax-rows-shared-large-clusters", "softmax", [(270, 40008)], "contiguous",
      {"dim": -1, "tune": {"SOFTMAX_SHARED_KB": 10, "SOFTMAX_SHARED_ONE_KB": 10},
       "nvidia_variant": {"float32": "rows_shared16", "float16": "rows_shared8", "bfloat16": "rows_shared8"}}, None),
@@ -326,15 +326,12 @@ VARIANT_CASES = [
      {"dim": -1, "nvidia_variant": {"float32": "rows_shared4", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
      None),
     ("softmax-rows-shared-odd", "softmax", [(270, 40001)], "contiguous",
-     {"dim": -1, "nvidia_variant": {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
-     None),
+     {"dim": -1, "nvidia_variant": _SHARED_40K}, None),
     # few rows (70; rows_cluster without rows_shared), the grid at least half the SMs' worth of blocks
     ("softmax-rows-shared-few-rows", "softmax", [(70, 40008)], "contiguous",
-     {"dim": -1, "nvidia_variant": {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
-     None),
+     {"dim": -1, "nvidia_variant": _SHARED_40K}, None),
     ("softmax-rows-shared-unaligned-base", "softmax", [(270, 40008)], "offset",
-     {"dim": -1, "nvidia_variant": {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}},
-     None),
+     {"dim": -1, "nvidia_variant": _SHARED_40K}, None),
 
     # rows_block rows of at most 2 blocks per SM, more rows than the resident grid has blocks: rows
     # streamed through shared memory (nvidia: rows_stream)

@@ -114,6 +114,16 @@ bool strides_aligned16(const StridedLayout<N>& l, int element_size) {  // every 
   return true;
 }
 
+// Whether operands a and b step by the same amount modulo 16 bytes along
+// every dim: given equally aligned bases, their positions stay equally
+// aligned (vectors of one line up with vectors of the other).
+template <int N>
+bool strides_congruent16(const StridedLayout<N>& l, int a, int b, int element_size) {
+  for (int d = 0; d < l.ndim; ++d)
+    if (((l.strides[a][d] - l.strides[b][d]) * element_size) % 16 != 0) return false;
+  return true;
+}
+
 // The elementwise layout of N tensors of one shape (operand 0 is the output).
 template <int N>
 StridedLayout<N> elementwise_layout(const TensorDesc* const (&tensors)[N]) {

@@ -63,6 +63,11 @@ void launch_with(cudaLaunchAttribute attribute, void (*kernel)(Params...), unsig
   OPRT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...));
 }
 
+// Thread block cluster sizes (blocks): any kernel may use the portable
+// size; up to the largest once allow_large_clusters() has let it (sm_90).
+constexpr int kPortableCluster = 8;
+constexpr int kLargestCluster = 16;
+
 inline cudaLaunchAttribute cluster_attribute(unsigned blocks) {
   cudaLaunchAttribute a = {};
   a.id = cudaLaunchAttributeClusterDimension;
@@ -152,8 +157,8 @@ size_t opt_in_dynamic_smem(size_t cap = SIZE_MAX) {
   return bytes;
 }
 
-// Lets Kernel run in clusters of up to 16 blocks (8 is the portable size);
-// set once per device.
+// Lets Kernel run in clusters of up to kLargestCluster blocks (past
+// kPortableCluster); set once per device.
 template <auto Kernel>
 void allow_large_clusters() {
   static std::atomic<bool> set_on[kMaxDevices] = {};

@@ -50,7 +50,6 @@ constexpr int kMinRounds = 4;       // rows: rounds of loads per thread once a r
 constexpr int kSplitRounds = 16;    // split rows: rounds of 8 loads per thread to aim at
 constexpr int kRowsBlock = 256;     // rows: threads per block, and the most threads per output
 constexpr int kColumnsThreads = 256;
-constexpr int kMaxColumnCluster = 16;  // columns_cluster: the largest (non-portable) cluster
 constexpr int kShortVectors = 2;    // rows_short: 16-byte vectors per lane (a row is at most 32 lanes of them)
 
 enum class Kind { kEmpty, kZeros, kRows, kColumns };
@@ -567,7 +566,7 @@ void plan_column_cluster(ReduceSumNvidia* d, int vec) {
   const int ty = kColumnsThreads / tx;
   const int64_t col_tiles = ceil_div(d->columns, int64_t{tx} * vec), tiles = d->planes * col_tiles;
   const int64_t most =
-      std::clamp<int64_t>(tuned("REDUCE_COLUMN_CLUSTER_MAX", kMaxColumnCluster), 1, kMaxColumnCluster);
+      std::clamp<int64_t>(tuned("REDUCE_COLUMN_CLUSTER_MAX", kLargestCluster), 1, kLargestCluster);
   const int64_t rows_per_round = int64_t{ty} * kUnroll;
   int64_t c = 0;
   dispatch_dtype(d->dtype, [&](auto type) {

@@ -106,9 +106,6 @@ struct SoftmaxNvidia : oprt_descriptor {
 };
 
 constexpr int kRowSlots = 8;  // 16-byte vectors of a row kept in registers per thread
-constexpr int kMaxCluster = 8;             // the portable thread block cluster size
-constexpr int kMaxColumnCluster = 16;      // columns_cluster: the largest (non-portable) cluster
-constexpr int kMaxSharedCluster = 16;      // rows_shared: the largest (non-portable) cluster
 
 // The shared memory a resident block holds its chunk in (on the current device).
 template <class T, class Index, bool kBulk = false>
@@ -275,7 +272,7 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
   const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_TX", planned_tx)), 1, 32);
   const int tx = static_cast<int>(std::min<int64_t>(max_tx, ceil_pow2(ceil_div(d.columns, vec))));
   const int64_t max_c =
-      std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_MAX", kMaxColumnCluster)), 1, kMaxColumnCluster);
+      std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_COLUMN_CLUSTER_MAX", kLargestCluster)), 1, kLargestCluster);
   const int64_t col_tiles = ceil_div(d.columns, int64_t{tx} * vec);
   const int64_t tiles = d.planes * col_tiles;
   dispatch_dtype(d.dtype, [&](auto type) {
@@ -288,9 +285,9 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
         if (smem > static_cast<size_t>(tuned("SOFTMAX_COLUMN_CLUSTER_KB", 100) << 10)) continue;
         if (tiles * c < current_device_info().sm_count) continue;  // a larger cluster, more blocks
         if (tiles * c > INT32_MAX) return;
-        visit_pow2<1, kMaxColumnCluster>(c, "softmax columns_cluster: blocks per tile", [&](auto cc) {
+        visit_pow2<1, kLargestCluster>(c, "softmax columns_cluster: blocks per tile", [&](auto cc) {
           constexpr auto kernel = softmax_columns_cluster_kernel<T, cc.value, Index>;
-          if (cc.value > kMaxCluster) allow_large_clusters<kernel>();
+          if (cc.value > kPortableCluster) allow_large_clusters<kernel>();
           if (opt_in_dynamic_smem<kernel>() < smem || resident_clusters(kernel, c, kColumnsThreads, smem) == 0) return;
           d.column_cluster = c;
         });
@@ -309,7 +306,7 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
 // newer, out contiguous along the dim, its rows at src's 16-byte alignment
 // (the bases are checked at execute, else the plan runs), and a row's
 // whole vectors cut into the fewest slices of at most SOFTMAX_SHARED_KB (a
-// power of two of them, at most kMaxSharedCluster) whose cluster the device holds.
+// power of two of them, at most kLargestCluster) whose cluster the device holds.
 // Slices of 64-80 KB (2 blocks per SM) ran fastest; smaller ones, more
 // blocks per row, wait longer on the cluster's slowest block (H200,
 // scripts/nvidia_ab.py, us, 80 / 40 / 20 KB against rows_twice: vocab 4096 x
@@ -324,9 +321,7 @@ void plan_columns_cluster(SoftmaxNvidia& d, int element_size, int vec) {
 void plan_shared_rows(SoftmaxNvidia& d) {
   const int element_size = find_dtype(d.dtype)->size;
   const int vec = 16 / element_size;
-  bool rows_in_step = true;  // out's rows at src's 16-byte alignment, given equally aligned bases
-  for (int k = 0; k < d.rows.ndim; ++k)
-    rows_in_step = rows_in_step && ((d.rows.strides[0][k] - d.rows.strides[1][k]) * element_size) % 16 == 0;
+  const bool rows_in_step = strides_congruent16(d.rows, 0, 1, element_size);  // out's rows at src's alignment
   if (tuned("SOFTMAX_SHARED", 1) != 1 || current_device_info().cc_major < 9 || !rows_in_step || d.out_stride != 1)
     return;
   // Slices of at most 80 KB (2-3 blocks per SM); a whole row of up to 110 KB
@@ -336,7 +331,7 @@ void plan_shared_rows(SoftmaxNvidia& d) {
   const int64_t cap = std::max<int64_t>(1, tuned("SOFTMAX_SHARED_KB", 80)) << 10;
   const int64_t one_block_cap = std::max<int64_t>(1, tuned("SOFTMAX_SHARED_ONE_KB", 110)) << 10;
   const int64_t max_c =
-      std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_SHARED_MAX", kMaxSharedCluster)), 1, kMaxSharedCluster);
+      std::clamp<int64_t>(floor_pow2(tuned("SOFTMAX_SHARED_MAX", kLargestCluster)), 1, kLargestCluster);
   const int64_t row_vectors = d.length / vec;
   // (too few blocks for half the SMs: the plan under it, rows_resident or
   // rows_split2, spreads such rows over every SM)
@@ -350,9 +345,9 @@ void plan_shared_rows(SoftmaxNvidia& d) {
     if (d.nrows * c > INT32_MAX || d.nrows * c < min_blocks) return;
     dispatch_dtype(d.dtype, [&](auto type) {
       dispatch_index(d.nrows, [&](auto index) {  // as execute does
-        visit_pow2<1, kMaxSharedCluster>(c, "softmax rows_shared: blocks per row", [&](auto cc) {
+        visit_pow2<1, kLargestCluster>(c, "softmax rows_shared: blocks per row", [&](auto cc) {
           constexpr auto kernel = softmax_rows_shared_kernel<decltype(type), cc.value, true, decltype(index)>;
-          if (cc.value > kMaxCluster) allow_large_clusters<kernel>();
+          if (cc.value > kPortableCluster) allow_large_clusters<kernel>();
           if (opt_in_dynamic_smem<kernel>() >= smem && resident_clusters(kernel, c, kSharedThreads, smem) > 0)
             d.shared_cluster = c;
         });
@@ -490,8 +485,8 @@ SoftmaxNvidia* plan(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src
     // rows_split ran faster (H200, scripts/nvidia_ab.py, two runs: 4096 x
     // 151936 bf16 1001-1004 us vs 1133-1142 with rows_cluster8, before
     // rows_twice took such rows); clusters of 2 and 4 stay.
-    const int64_t max_cluster = tuned("SOFTMAX_CLUSTER_MAX", d->nrows <= sms ? kMaxCluster : 4);  // (1: none)
-    for (int c = 2; c <= std::min<int64_t>(kMaxCluster, max_cluster); c *= 2) {
+    const int64_t max_cluster = tuned("SOFTMAX_CLUSTER_MAX", d->nrows <= sms ? kPortableCluster : 4);  // (1: none)
+    for (int c = 2; c <= std::min<int64_t>(kPortableCluster, max_cluster); c *= 2) {
       if (ceil_div(threads8, c) <= max_block(kRowSlots)) {
         d->kind = Kind::kRows;
         d->group = 0;
@@ -633,10 +628,10 @@ void launch_rows_cluster(const SoftmaxNvidia& d, T* out, const T* src, cudaStrea
 
 template <class T, class Index>
 void launch_rows_shared(const SoftmaxNvidia& d, T* out, const T* src, cudaStream_t stream) {
-  visit_pow2<1, kMaxSharedCluster>(d.shared_cluster, "softmax rows_shared: blocks per row", [&](auto c) {
+  visit_pow2<1, kLargestCluster>(d.shared_cluster, "softmax rows_shared: blocks per row", [&](auto c) {
     const auto run = [&](auto edges) {
       constexpr auto kernel = softmax_rows_shared_kernel<T, c.value, decltype(edges)::value, Index>;
-      if (c.value > kMaxCluster) allow_large_clusters<kernel>();  // on this device (the descriptor may be another's)
+      if (c.value > kPortableCluster) allow_large_clusters<kernel>();  // on this device (the descriptor may be another's)
       const size_t smem = static_cast<size_t>(d.slice_vectors) * sizeof(Raw16);
       if (opt_in_dynamic_smem<kernel>() < smem)
         fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows_shared: %zu bytes of shared memory do not fit", smem);
@@ -665,7 +660,7 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
     return launch_rows_shared<T, Index>(d, out, src, stream);
   if (d.kind == Kind::kRows) {
     if (d.cluster > 1) {  // rows_cluster<C>
-      return visit_pow2<2, kMaxCluster>(d.cluster, "softmax rows_cluster: blocks per row", [&](auto c) {
+      return visit_pow2<2, kPortableCluster>(d.cluster, "softmax rows_cluster: blocks per row", [&](auto c) {
         launch_rows_cluster<T, c.value, Index>(d, out, src, stream);
       });
     }
@@ -727,9 +722,9 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
                        out, src, OffsetCalc<2, Index>(d.rows), args);
   }
   if (d.column_cluster && aligned16(out) && aligned16(src)) {
-    return visit_pow2<1, kMaxColumnCluster>(d.column_cluster, "softmax columns_cluster: blocks per tile", [&](auto c) {
+    return visit_pow2<1, kLargestCluster>(d.column_cluster, "softmax columns_cluster: blocks per tile", [&](auto c) {
       constexpr auto kernel = softmax_columns_cluster_kernel<T, c.value, Index>;
-      if (c.value > kMaxCluster) allow_large_clusters<kernel>();  // on this device (the descriptor may be another's)
+      if (c.value > kPortableCluster) allow_large_clusters<kernel>();  // on this device (the descriptor may be another's)
       const size_t smem = columns_cluster_smem<T>(d.cluster_chunk, d.cluster_tx);
       if (opt_in_dynamic_smem<kernel>() < smem)
         fail(OPRT_STATUS_INTERNAL_ERROR, "softmax columns_cluster: %zu bytes of shared memory per block", smem);
