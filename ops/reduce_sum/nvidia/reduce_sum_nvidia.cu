@@ -26,31 +26,31 @@
 // gives bitwise the same output on every run. On sm_90 the second kernel is
 // launched early (programmatic dependent launch, launch.cuh) and waits on
 // the GPU for the first, which hides the launch gap between them.
+// This file holds the descriptor, the plan and the launches; the kernels are
+// in reduce_rows.cuh (rows, rows_dense, rows_short, the split rows' finish)
+// and reduce_columns.cuh (columns*, the split columns' finish).
 #include "reduce_sum_nvidia.h"
-
-#include <cooperative_groups.h>
 
 #include <algorithm>
 #include <string>
 
 #include "../../common/descriptor.h"
 #include "../../common/tuning.h"
-#include "../../common/nvidia/column_task.cuh"
 #include "../../common/nvidia/cuda_types.cuh"
-#include "../../common/nvidia/group_reduce.cuh"
 #include "../../common/nvidia/launch.cuh"
 #include "../../common/nvidia/offset_calc.cuh"
 #include "../reduce_sum_plan.h"
+#include "reduce_columns.cuh"
+#include "reduce_rows.cuh"
 
 namespace oprt::nvidia {
 namespace {
 
-constexpr int kUnroll = 4;          // vectors in flight per thread
+// (kernel shapes: kUnroll, kRowsBlock, kShortVectors in reduce_rows.cuh; kColumnsThreads, kColumnUnroll in
+// reduce_columns.cuh)
 constexpr int kMinRounds = 4;       // rows: rounds of loads per thread once a row takes more than a warp
 constexpr int kSplitRounds = 16;    // split rows: rounds of 8 loads per thread to aim at
-constexpr int kRowsBlock = 256;     // rows: threads per block, and the most threads per output
-constexpr int kColumnsThreads = 256;
-constexpr int kShortVectors = 2;    // rows_short: 16-byte vectors per lane (a row is at most 32 lanes of them)
+constexpr int kDenseMinRounds = 2;  // rows_dense: rounds per thread where a row is not whole rounds of the widest group
 
 enum class Kind { kEmpty, kZeros, kRows, kColumns };
 
@@ -83,444 +83,6 @@ struct ReduceSumNvidia : oprt_descriptor {
   bool dense_rows = false;       // rows: one contiguous run per output, reduce_dense_rows_kernel
   int finish_threads = 32;       // split rows: threads per row in finish_rows_kernel
 };
-
-// ---- rows -------------------------------------------------------------------
-struct RowsArgs {
-  int64_t rows, runs, run_length, run_stride, splits, split_len;
-  float* partials;  // splits > 1: one float per (row, split)
-};
-
-// A 16-byte vector's sum as a pairwise tree.
-template <class T>
-__device__ __forceinline__ float vector_sum(const Raw16& raw) {
-  float x[kVec16<T>];
-  raw_to_floats<T>(raw, x);  // all-zero bits are 0.0 in every dtype
-  return tree_sum(x);
-}
-
-// Sums p[e0..e1) (stride 1) or p[(e0..e1) * stride] across the group's lanes.
-template <class T, int TPR, int U>
-__device__ __forceinline__ float sum_run(const T* p, int64_t e0, int64_t e1, int64_t stride, int lane) {
-  constexpr int VEC = kVec16<T>;
-  float acc = 0.0f;
-  if (stride != 1) {
-    for (int64_t e = e0 + lane; e < e1; e += TPR) acc += to_float(p[e * stride]);
-    return acc;
-  }
-  const int64_t head = min(e1 - e0, elements_to_alignment(p + e0));
-  const int64_t a = e0 + head;
-  const int64_t vectors = (e1 - a) / VEC;
-  const int64_t tail = a + vectors * VEC;
-  for (int64_t e = e0 + lane; e < a; e += TPR) acc += to_float(p[e]);
-  for (int64_t e = tail + lane; e < e1; e += TPR) acc += to_float(p[e]);
-  const T* body = p + a;
-  // One accumulator per unroll slot, each vector summed as a pairwise tree
-  // first: a thread's serial chain is one add per round instead of
-  // U * VEC, which makes float32 sums of long runs as accurate as
-  // torch's (a single accumulator over ~500 elements per thread was 25x
-  // less accurate on a 64M-element sum) and shortens the dependent chain.
-  float part[U] = {};
-  for (int64_t v = lane; v < vectors; v += int64_t{TPR} * U) {
-    Raw16 raw[U];  // all loads first (converted after: see Raw16)
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      raw[u] = v + int64_t{u} * TPR < vectors ? load_raw(body + (v + int64_t{u} * TPR) * VEC) : Raw16{};
-#pragma unroll
-    for (int u = 0; u < U; ++u) part[u] += vector_sum<T>(raw[u]);
-  }
-  acc += tree_sum(part);
-  return acc;
-}
-
-template <class T, int TPR, int U, class Index>
-__global__ void reduce_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, OffsetCalc<1, Index> run_outer,
-                                   RowsArgs args) {
-  __shared__ float slots[kMaxWarps];
-  allow_early_launch();  // (the finishing kernel waits for this whole grid anyway)
-  const int groups = blockDim.x / TPR, group = threadIdx.x / TPR, lane = threadIdx.x % TPR;
-  const int64_t tasks = args.rows * args.splits;
-  // The loop bound is the same for the whole block: group_allreduce may sync.
-  for (int64_t base = int64_t{blockIdx.x} * groups; base < tasks; base += int64_t{gridDim.x} * groups) {
-    const int64_t task = base + group;
-    float acc = 0.0f;
-    int64_t offsets[2] = {0, 0};
-    if (task < tasks) {
-      const int64_t row = task / args.splits, split = task - row * args.splits;
-      kept.get(static_cast<Index>(row), offsets);
-      const T* row_src = src + offsets[1];
-      if (args.runs == 1) {
-        const int64_t e0 = split * args.split_len;
-        acc = sum_run<T, TPR, U>(row_src, e0, min(args.run_length, e0 + args.split_len), args.run_stride, lane);
-      } else {
-        const int64_t r0 = split * args.split_len, r1 = min(args.runs, r0 + args.split_len);
-        for (int64_t r = r0; r < r1; ++r) {
-          int64_t run[1];
-          run_outer.get(static_cast<Index>(r), run);
-          acc += sum_run<T, TPR, U>(row_src + run[0], 0, args.run_length, args.run_stride, lane);
-        }
-      }
-    }
-    acc = group_allreduce<TPR>(acc, SumOp{}, slots);
-    if (task < tasks && lane == 0) {
-      if (args.splits == 1) out[offsets[0]] = from_float<T>(acc);
-      else args.partials[task] = acc;
-    }
-  }
-}
-
-// Row offsets where the kept dims are at most one (rows_dense, rows_short).
-struct RowStrides {
-  bool used;         // the kept dims are at most one: offsets are row * stride
-  int64_t out, src;  // that dim's strides
-};
-
-// ---- rows_dense -------------------------------------------------------------
-// Every output's reduced elements one contiguous run (runs == 1, stride 1):
-// the rows kernel without its run loop and strided path, always 8 vectors in
-// flight per thread, 4 blocks of 256 threads per SM (<= 64 registers). The
-// row offset is one multiply where the kept dims are at most one, and out's
-// offset is found again after the sum instead of held across it. H200,
-// scripts/nvidia_ab.py (us, against `rows` with 4 vectors a thread): 8192^2
-// fp16 34.9 vs 36.2, float32 64.2 vs 65.3; 4096^2 bf16 13.1 vs 13.6;
-// 1024 x 65536 bf16 34.8 vs 36.1; 4 x 4M float32 (split) 21.7 vs 23.0. The
-// same kernel held to 32 registers (8 blocks per SM, 4 vectors a thread)
-// was 1.3-1.5x slower: at 32 registers the compiler converts the first
-// vectors before the last loads issue; loads under an L2 evict_first policy
-// changed little (0.5% better on the split sums, 1-8% worse on rows).
-struct DenseRowsArgs {
-  int64_t rows, run_length, splits, split_len;
-  float* partials;  // splits > 1: one float per (row, split)
-};
-
-template <class Index>
-__device__ __forceinline__ int64_t kept_offset(const OffsetCalc<2, Index>& kept, RowStrides strides, int64_t row,
-                                               int operand) {
-  if (strides.used) return row * (operand == 0 ? strides.out : strides.src);
-  int64_t offsets[2];
-  kept.get(static_cast<Index>(row), offsets);
-  return offsets[operand];
-}
-
-constexpr int kDenseUnroll = 8;
-constexpr int kDenseMinRounds = 2;  // (rows_dense rows that are not whole rounds of the widest group)
-
-template <class T, int TPR, class Index>
-__global__ void __launch_bounds__(kRowsBlock, 1024 / kRowsBlock)
-reduce_dense_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, RowStrides row_strides,
-                         DenseRowsArgs args) {
-  __shared__ float slots[kMaxWarps];
-  allow_early_launch();  // (the finishing kernel waits for this whole grid anyway)
-  constexpr int kGroups = kRowsBlock / TPR;
-  const int group = threadIdx.x / TPR, lane = threadIdx.x % TPR;
-  const int64_t tasks = args.rows * args.splits;
-  // The loop bound is the same for the whole block: group_allreduce may sync.
-  for (int64_t base = int64_t{blockIdx.x} * kGroups; base < tasks; base += int64_t{gridDim.x} * kGroups) {
-    const int64_t task = base + group;
-    float acc = 0.0f;
-    if (task < tasks) {
-      const int64_t row = args.splits == 1 ? task : task / args.splits;
-      const int64_t e0 = (task - row * args.splits) * args.split_len;
-      const T* row_src = src + kept_offset(kept, row_strides, row, 1);
-      acc = sum_run<T, TPR, kDenseUnroll>(row_src, e0, min(args.run_length, e0 + args.split_len), 1, lane);
-    }
-    acc = group_allreduce<TPR>(acc, SumOp{}, slots);
-    if (task < tasks && lane == 0) {
-      if (args.splits == 1) out[kept_offset(kept, row_strides, task, 0)] = from_float<T>(acc);
-      else args.partials[task] = acc;
-    }
-  }
-}
-
-// ---- rows_short -------------------------------------------------------------
-// Many short rows, each starting 16-byte aligned and `vectors` whole 16-byte
-// vectors long (vectors <= LANES * kShortVectors): LANES lanes per row, each
-// loading vectors j * LANES + lane (a group reads LANES * 16 contiguous bytes
-// per load), ROWS rows per group, every load of a lane in flight before any
-// add. The shape of TileLang's group_rows, which read 262144x128 at 3.83 /
-// 3.41 TB/s (float32 / bf16; 16 / 8 lanes of 2 vectors) where `rows` read
-// 3.61 / 3.07 (8 / 4 lanes of 4; one process on the H200). On a row of a few
-// hundred bytes `rows` spends instructions its loads do not amortize (head
-// and tail loops, the loop over rounds, a 64-bit division of the task
-// index), holds 55 registers (4 of 8 blocks per SM resident) and strides 2
-// resident grids over the rows. Here a row offset is one multiply where the
-// kept dims are one (`row_strides`; else the offset calculator), the kernel
-// keeps to 32 registers, and the grid is a block per task, as in softmax's
-// rows_warp_dense, which measured faster so (the grid-stride loop runs again
-// only past 2^31 - 1 blocks or with OPRT_TUNE_REDUCE_SHORT_WAVES).
-
-template <class T, int LANES, int ROWS, class Index>
-__global__ void __launch_bounds__(kRowsBlock, 2048 / kRowsBlock)  // <= 32 registers: 8 blocks per SM
-reduce_short_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, RowStrides row_strides, int64_t rows,
-                         int vectors) {
-  constexpr int VEC = kVec16<T>;
-  constexpr int kGroups = kRowsBlock / LANES;
-  constexpr int kBlockRows = kGroups * ROWS;
-  const int group = threadIdx.x / LANES, lane = threadIdx.x % LANES;
-  // The loop bound is the same for the whole block: the group sum shuffles across the warp.
-  for (int64_t base = int64_t{blockIdx.x} * kBlockRows; base < rows; base += int64_t{gridDim.x} * kBlockRows) {
-    Raw16 raw[ROWS][kShortVectors];
-    int64_t out_offsets[ROWS];
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r) {
-      // Row r * kGroups + group: a warp's lanes read neighbouring rows together.
-      const int64_t row = base + r * kGroups + group;
-      int64_t offsets[2] = {row * row_strides.out, row * row_strides.src};
-      if (!row_strides.used && row < rows) kept.get(static_cast<Index>(row), offsets);
-      out_offsets[r] = offsets[0];
-      const T* p = src + offsets[1];
-#pragma unroll
-      for (int j = 0; j < kShortVectors; ++j) {
-        const int v = j * LANES + lane;
-        raw[r][j] = row < rows && v < vectors ? load_raw(p + v * VEC) : Raw16{};
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r) {
-      float part[kShortVectors];
-#pragma unroll
-      for (int j = 0; j < kShortVectors; ++j) part[j] = vector_sum<T>(raw[r][j]);
-      const float sum = group_allreduce<LANES>(tree_sum(part), SumOp{}, nullptr);
-      if (base + r * kGroups + group < rows && lane == 0) out[out_offsets[r]] = from_float<T>(sum);
-    }
-  }
-}
-
-// out[row] = sum of its `splits` partials: F threads per row (a warp, or up
-// to the whole block where the rows are few and the splits many), each
-// adding a fixed subset of them with 4 loads in flight, then a fixed tree
-// across the F, so the order is the same on every run. One warp over the
-// 528 partials of a 64M-element sum took 4.5 us under ncu (17 dependent
-// rounds of L2 loads a lane).
-constexpr int kFinishThreads = 256;
-
-template <class T, int F, class Index>
-__global__ void __launch_bounds__(kFinishThreads)
-finish_rows_kernel(T* out, const float* partials, OffsetCalc<2, Index> kept, int64_t rows, int64_t splits) {
-  __shared__ float slots[kMaxWarps];
-  wait_for_prior_grid();
-  constexpr int kRowsPerBlock = kFinishThreads / F;
-  const int lane = threadIdx.x % F;
-  // The loop bound is the same for the whole block: group_allreduce may sync.
-  for (int64_t base = int64_t{blockIdx.x} * kRowsPerBlock; base < rows; base += int64_t{gridDim.x} * kRowsPerBlock) {
-    const int64_t row = base + threadIdx.x / F;
-    float acc = 0.0f;
-    if (row < rows) {
-      const float* p = partials + row * splits;
-#pragma unroll 4
-      for (int64_t j = lane; j < splits; j += F) acc += p[j];
-    }
-    acc = group_allreduce<F>(acc, SumOp{}, slots);
-    if (row < rows && lane == 0) {
-      int64_t offsets[2];
-      kept.get(static_cast<Index>(row), offsets);
-      out[offsets[0]] = from_float<T>(acc);
-    }
-  }
-}
-
-// ---- columns ----------------------------------------------------------------
-struct ColumnsArgs {
-  int64_t columns, col_tiles, planes, reduced, splits, split_len;
-  int64_t out_stride;  // out's stride along the columns
-  int64_t reduced_stride;  // src stride of the reduced index when it is one dim (else 0: use the calc)
-  bool vectors_ok;     // every row of every tile is 16-byte aligned
-  bool tiles_fastest;  // task order (column_task; A/B: OPRT_TUNE_REDUCE_COLUMN_ORDER)
-  float* partials;     // splits > 1, no cluster: [tile][split][tx * VEC]
-  int64_t src_first, src_end;  // shifted: src's elements lie in [src + src_first, src + src_end)
-};
-
-// The 16 bytes that start `bytes` (< 16, a multiple of the element size)
-// into the 32 bytes lo:hi, by a shift of 8, then 4, then 0-3 bytes:
-// selects, not a dynamically indexed array (which would go to local memory).
-template <class T>
-__device__ __forceinline__ Raw16 shifted_window(const Raw16& lo, const Raw16& hi, uint32_t bytes) {
-  const uint32_t w[8] = {lo.w[0], lo.w[1], lo.w[2], lo.w[3], hi.w[0], hi.w[1], hi.w[2], hi.w[3]};
-  uint32_t by8[6], by4[5];
-#pragma unroll
-  for (int i = 0; i < 6; ++i) by8[i] = (bytes & 8) ? w[i + 2] : w[i];
-#pragma unroll
-  for (int i = 0; i < 5; ++i) by4[i] = (bytes & 4) ? by8[i + 1] : by8[i];
-  Raw16 r;
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-    r.w[i] = sizeof(T) == 4 ? by4[i] : __funnelshift_r(by4[i], by4[i + 1], (bytes & 3) * 8);
-  return r;
-}
-
-// The 16-byte aligned vector at a, or where it reaches outside src's
-// elements [first, end), the part inside it (zeros elsewhere): the shifted
-// loads never read outside src's memory.
-template <class T>
-__device__ __forceinline__ Raw16 load_raw_within(const T* a, const T* first, const T* end) {
-  constexpr int VEC = kVec16<T>;
-  if (a >= first && a + VEC <= end) return load_raw(a);
-  Vec<T, VEC> v;
-#pragma unroll
-  for (int e = 0; e < VEC; ++e) v.v[e] = a + e >= first && a + e < end ? a[e] : from_float<T>(0.0f);
-  return to_raw(v);
-}
-
-// columns_cluster: the C blocks of a cluster hold a tile's C splits, each
-// block's column sums in `sums` (shared memory, `width` floats). Block
-// `rank` adds the C sums of its share of the tile's columns in rank order
-// through distributed shared memory and writes them: a fixed order, no
-// workspace, no second kernel.
-template <class T>
-__device__ __forceinline__ void write_cluster_sums(T* out, const float* sums, int64_t width, int64_t col0,
-                                                   int64_t columns, int64_t out_offset, int64_t out_stride) {
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  cluster.sync();  // every block's sums written
-  const int64_t ranks = cluster.num_blocks(), share = ceil_div(width, ranks);
-  const int64_t first = cluster.block_rank() * share, last = min(width, first + share);
-  const int threads = blockDim.x * blockDim.y;
-  for (int64_t j = first + threadIdx.y * blockDim.x + threadIdx.x; j < last; j += threads) {
-    float acc = *cluster.map_shared_rank(sums + j, 0);
-    for (int r = 1; r < ranks; ++r) acc += *cluster.map_shared_rank(sums + j, r);
-    if (col0 + j < columns) out[out_offset + (col0 + j) * out_stride] = from_float<T>(acc);
-  }
-  cluster.sync();  // no block leaves while another reads its sums
-}
-
-// kShifted: rows not 16-byte aligned (odd widths, a misaligned base). Each
-// lane loads the aligned vector under its first column; its neighbour's
-// (one shuffle, the segment's last lane loads it) completes its 16 bytes,
-// shifted into place: vector loads where one would otherwise read each
-// element. The rounds are the same for every thread, as the shuffles need.
-// kCluster: the splits of a tile are the blocks of a cluster (columns_cluster),
-// a block per task.
-template <class T, class Index, bool kShifted, bool kCluster>
-__global__ void __launch_bounds__(kColumnsThreads, kCluster && !kShifted ? 5 : 1)
-reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetCalc<1, Index> reduced,
-                      ColumnsArgs args) {
-  constexpr int VEC = kVec16<T>;
-  __shared__ float partial[kColumnsThreads * VEC];
-  allow_early_launch();
-  const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
-  const int64_t width = int64_t{TX} * VEC;  // columns per tile
-  const int64_t tasks = args.planes * args.col_tiles * args.splits;
-  const int64_t tile_tasks = args.tiles_fastest ? args.planes * args.col_tiles : 0;
-  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
-    const auto [tile_task, split, plane, tile] = column_task(task, args.splits, args.col_tiles, tile_tasks);
-    int64_t offsets[2];
-    planes.get(static_cast<Index>(plane), offsets);
-    const int64_t col0 = tile * width + int64_t{tx} * VEC;
-    const T* base = src + offsets[1] + col0;
-    const bool full = args.vectors_ok && col0 + VEC <= args.columns;
-    float acc[VEC];
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) acc[e] = 0.0f;
-    const int64_t r0 = split * args.split_len, r1 = min(args.reduced, r0 + args.split_len);
-    auto row_offset = [&](int64_t r) {
-      if (args.reduced_stride != 0) return r * args.reduced_stride;
-      int64_t o[1];
-      reduced.get(static_cast<Index>(r), o);
-      return o[0];
-    };
-    const int64_t step = int64_t{TY} * kUnroll;
-    for (int64_t r = kShifted ? r0 : r0 + ty; r < r1; r += step) {
-      Raw16 raw[kUnroll];  // all loads first (converted after: see Raw16)
-      if constexpr (kShifted) {
-        const int segment = TX < 32 ? TX : 32;  // lanes of a warp along the same row (TX is a power of 2)
-        const bool segment_last = tx % segment == segment - 1;
-        const T* first = src + args.src_first;
-        const T* end = src + args.src_end;
-        Raw16 lo[kUnroll], hi[kUnroll];
-        uint32_t shift[kUnroll];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          const int64_t ru = r + ty + int64_t{u} * TY;
-          lo[u] = hi[u] = Raw16{};  // all-zero bits are 0.0 in every dtype
-          shift[u] = 0;
-          if (ru >= r1) continue;  // (the same for the whole segment of TX lanes)
-          const T* p = base + row_offset(ru);
-          shift[u] = static_cast<uint32_t>(misalignment16(p));
-          const T* a = p - shift[u] / sizeof(T);
-          lo[u] = load_raw_within(a, first, end);
-          if (segment_last && shift[u] != 0) hi[u] = load_raw_within(a + VEC, first, end);
-        }
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const uint32_t next = __shfl_down_sync(0xffffffffu, lo[u].w[i], 1, segment);
-            if (!segment_last) hi[u].w[i] = next;
-          }
-          raw[u] = shifted_window<T>(lo[u], hi[u], shift[u]);
-        }
-      } else {
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          const int64_t ru = r + int64_t{u} * TY;
-          raw[u] = Raw16{};  // all-zero bits are 0.0 in every dtype
-          if (ru >= r1 || col0 >= args.columns) continue;
-          const T* p = base + row_offset(ru);
-          if (full) {
-            raw[u] = load_raw(p);
-          } else {
-            Vec<T, VEC> v;
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) v.v[e] = col0 + e < args.columns ? p[e] : from_float<T>(0.0f);
-            raw[u] = to_raw(v);
-          }
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        float x[VEC];
-        raw_to_floats<T>(raw[u], x);
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[e] += x[e];
-      }
-    }
-    // Combine the TY partial sums of each column in a fixed order.
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) partial[(ty * TX + tx) * VEC + e] = acc[e];
-    __syncthreads();
-    if (ty == 0) {
-      for (int y = 1; y < TY; ++y)
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[e] += partial[(y * TX + tx) * VEC + e];
-      if constexpr (kCluster) {
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) partial[tx * VEC + e] = acc[e];  // (row ty = 0 of partial: this thread's own)
-      } else if (args.splits > 1) {
-        float* slot = args.partials + (tile_task * args.splits + split) * width + int64_t{tx} * VEC;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) slot[e] = acc[e];
-      } else {
-#pragma unroll
-        for (int e = 0; e < VEC; ++e)
-          if (col0 + e < args.columns) out[offsets[0] + (col0 + e) * args.out_stride] = from_float<T>(acc[e]);
-      }
-    }
-    if constexpr (kCluster)  // (a block per task: every block of the cluster gets here once)
-      write_cluster_sums(out, partial, width, tile * width, args.columns, offsets[0], args.out_stride);
-    __syncthreads();
-  }
-}
-
-// Adds each column's `splits` partials in a fixed order: a warp per output.
-template <class T, class Index>
-__global__ void finish_columns_kernel(T* out, const float* partials, OffsetCalc<2, Index> planes, ColumnsArgs args,
-                                      int64_t width) {
-  wait_for_prior_grid();
-  const int lane = threadIdx.x % 32;
-  const int64_t outputs = args.planes * args.columns, warps = int64_t{gridDim.x} * blockDim.x / 32;
-  for (int64_t i = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; i < outputs; i += warps) {
-    const int64_t plane = i / args.columns, c = i - plane * args.columns;
-    const int64_t tile = c / width, within = c - tile * width;
-    const float* p = partials + ((plane * args.col_tiles + tile) * args.splits) * width + within;
-    float acc = 0.0f;
-    for (int64_t j = lane; j < args.splits; j += 32) acc += p[j * width];
-    acc = group_allreduce<32>(acc, SumOp{}, nullptr);
-    if (lane == 0) {
-      int64_t offsets[2];
-      planes.get(static_cast<Index>(plane), offsets);
-      out[offsets[0] + c * args.out_stride] = from_float<T>(acc);
-    }
-  }
-}
 
 // ---- zeros ------------------------------------------------------------------
 template <class T, class Index>
@@ -567,7 +129,7 @@ void plan_column_cluster(ReduceSumNvidia* d, int vec) {
   const int64_t col_tiles = ceil_div(d->columns, int64_t{tx} * vec), tiles = d->planes * col_tiles;
   const int64_t most =
       std::clamp<int64_t>(tuned("REDUCE_COLUMN_CLUSTER_MAX", kLargestCluster), 1, kLargestCluster);
-  const int64_t rows_per_round = int64_t{ty} * kUnroll;
+  const int64_t rows_per_round = int64_t{ty} * kColumnUnroll;
   int64_t c = 0;
   dispatch_dtype(d->dtype, [&](auto type) {
     dispatch_index(std::max(d->rows * d->reduced_numel, d->rows), [&](auto index) {  // as execute does
@@ -670,7 +232,7 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     // Splits: whole waves of the blocks an SM holds (its registers allow 5
     // of 256 threads), 2 for float32 and 1 for 16-bit, whose tiles are twice
     // as many columns wide; each split whole rounds of the block's loads
-    // (TY x kUnroll rows). H200, scripts/nvidia_ab.py (sixteenth session),
+    // (TY x kColumnUnroll rows). H200, scripts/nvidia_ab.py (sixteenth session),
     // us: 8192^2 over dim 0 float32 68.4-68.6, bf16 39.6-39.7 vs 71.3 / 42.0-42.3
     // aiming at 8 blocks per SM, which left a partial last wave (and rounding
     // the splits up instead of down cost 4096 x 16384 bf16 45.7 vs 44.0).
@@ -692,11 +254,12 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     const int64_t planned_quarters = element_size == 4 ? 8 : 4;
     const int64_t target_blocks = current_device_info().sm_count * std::max<int64_t>(1, per_sm) *
                                   tuned("REDUCE_COLUMN_QUARTERS", planned_quarters) / 4;
-    const int64_t min_rows_per_split = int64_t{d->ty} * kUnroll * 4;
+    const int64_t min_rows_per_split = int64_t{d->ty} * kColumnUnroll * 4;
     const int64_t max_splits = std::max<int64_t>(1, d->reduced_numel / min_rows_per_split);
     d->splits = std::min(max_splits, fit ? std::max<int64_t>(1, target_blocks / tiles) : ceil_div(target_blocks, tiles));
     d->split_len = ceil_div(d->reduced_numel, d->splits);
-    if (fit) d->split_len = ceil_div(d->split_len, d->ty * kUnroll) * d->ty * kUnroll;  // (fewer splits, never more)
+    const int64_t round_rows = int64_t{d->ty} * kColumnUnroll;
+    if (fit) d->split_len = ceil_div(d->split_len, round_rows) * round_rows;  // (fewer splits, never more)
     d->splits = ceil_div(d->reduced_numel, d->split_len);
     plan_column_cluster(d, vec);
     if (d->clustered) {

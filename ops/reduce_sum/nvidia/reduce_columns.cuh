@@ -1,0 +1,230 @@
+// Private to reduce_sum_nvidia.cu: the kernels of sums over a non-last dim
+// (columns, columns_shifted, columns_cluster<C>) and the kernel that adds a
+// split column's partials. The plan that picks among them is in
+// reduce_sum_nvidia.cu.
+#ifndef OPRT_REDUCE_SUM_NVIDIA_COLUMNS_CUH_
+#define OPRT_REDUCE_SUM_NVIDIA_COLUMNS_CUH_
+
+#include <cooperative_groups.h>
+
+#include "../../common/nvidia/column_task.cuh"
+#include "../../common/nvidia/cuda_types.cuh"
+#include "../../common/nvidia/group_reduce.cuh"
+#include "../../common/nvidia/launch.cuh"
+#include "../../common/nvidia/offset_calc.cuh"
+
+namespace oprt::nvidia {
+namespace {
+
+constexpr int kColumnsThreads = 256;  // threads per block
+constexpr int kColumnUnroll = 4;      // rows of the tile in flight per thread
+
+
+// ---- columns ----------------------------------------------------------------
+struct ColumnsArgs {
+  int64_t columns, col_tiles, planes, reduced, splits, split_len;
+  int64_t out_stride;  // out's stride along the columns
+  int64_t reduced_stride;  // src stride of the reduced index when it is one dim (else 0: use the calc)
+  bool vectors_ok;     // every row of every tile is 16-byte aligned
+  bool tiles_fastest;  // task order (column_task; A/B: OPRT_TUNE_REDUCE_COLUMN_ORDER)
+  float* partials;     // splits > 1, no cluster: [tile][split][tx * VEC]
+  int64_t src_first, src_end;  // shifted: src's elements lie in [src + src_first, src + src_end)
+};
+
+// The 16 bytes that start `bytes` (< 16, a multiple of the element size)
+// into the 32 bytes lo:hi, by a shift of 8, then 4, then 0-3 bytes:
+// selects, not a dynamically indexed array (which would go to local memory).
+template <class T>
+__device__ __forceinline__ Raw16 shifted_window(const Raw16& lo, const Raw16& hi, uint32_t bytes) {
+  const uint32_t w[8] = {lo.w[0], lo.w[1], lo.w[2], lo.w[3], hi.w[0], hi.w[1], hi.w[2], hi.w[3]};
+  uint32_t by8[6], by4[5];
+#pragma unroll
+  for (int i = 0; i < 6; ++i) by8[i] = (bytes & 8) ? w[i + 2] : w[i];
+#pragma unroll
+  for (int i = 0; i < 5; ++i) by4[i] = (bytes & 4) ? by8[i + 1] : by8[i];
+  Raw16 r;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    r.w[i] = sizeof(T) == 4 ? by4[i] : __funnelshift_r(by4[i], by4[i + 1], (bytes & 3) * 8);
+  return r;
+}
+
+// The 16-byte aligned vector at a, or where it reaches outside src's
+// elements [first, end), the part inside it (zeros elsewhere): the shifted
+// loads never read outside src's memory.
+template <class T>
+__device__ __forceinline__ Raw16 load_raw_within(const T* a, const T* first, const T* end) {
+  constexpr int VEC = kVec16<T>;
+  if (a >= first && a + VEC <= end) return load_raw(a);
+  Vec<T, VEC> v;
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) v.v[e] = a + e >= first && a + e < end ? a[e] : from_float<T>(0.0f);
+  return to_raw(v);
+}
+
+// columns_cluster: the C blocks of a cluster hold a tile's C splits, each
+// block's column sums in `sums` (shared memory, `width` floats). Block
+// `rank` adds the C sums of its share of the tile's columns in rank order
+// through distributed shared memory and writes them: a fixed order, no
+// workspace, no second kernel.
+template <class T>
+__device__ __forceinline__ void write_cluster_sums(T* out, const float* sums, int64_t width, int64_t col0,
+                                                   int64_t columns, int64_t out_offset, int64_t out_stride) {
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // every block's sums written
+  const int64_t ranks = cluster.num_blocks(), share = ceil_div(width, ranks);
+  const int64_t first = cluster.block_rank() * share, last = min(width, first + share);
+  const int threads = blockDim.x * blockDim.y;
+  for (int64_t j = first + threadIdx.y * blockDim.x + threadIdx.x; j < last; j += threads) {
+    float acc = *cluster.map_shared_rank(sums + j, 0);
+    for (int r = 1; r < ranks; ++r) acc += *cluster.map_shared_rank(sums + j, r);
+    if (col0 + j < columns) out[out_offset + (col0 + j) * out_stride] = from_float<T>(acc);
+  }
+  cluster.sync();  // no block leaves while another reads its sums
+}
+
+// kShifted: rows not 16-byte aligned (odd widths, a misaligned base). Each
+// lane loads the aligned vector under its first column; its neighbour's
+// (one shuffle, the segment's last lane loads it) completes its 16 bytes,
+// shifted into place: vector loads where one would otherwise read each
+// element. The rounds are the same for every thread, as the shuffles need.
+// kCluster: the splits of a tile are the blocks of a cluster (columns_cluster),
+// a block per task.
+template <class T, class Index, bool kShifted, bool kCluster>
+__global__ void __launch_bounds__(kColumnsThreads, kCluster && !kShifted ? 5 : 1)
+reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetCalc<1, Index> reduced,
+                      ColumnsArgs args) {
+  constexpr int VEC = kVec16<T>;
+  __shared__ float partial[kColumnsThreads * VEC];
+  allow_early_launch();
+  const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
+  const int64_t width = int64_t{TX} * VEC;  // columns per tile
+  const int64_t tasks = args.planes * args.col_tiles * args.splits;
+  const int64_t tile_tasks = args.tiles_fastest ? args.planes * args.col_tiles : 0;
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const auto [tile_task, split, plane, tile] = column_task(task, args.splits, args.col_tiles, tile_tasks);
+    int64_t offsets[2];
+    planes.get(static_cast<Index>(plane), offsets);
+    const int64_t col0 = tile * width + int64_t{tx} * VEC;
+    const T* base = src + offsets[1] + col0;
+    const bool full = args.vectors_ok && col0 + VEC <= args.columns;
+    float acc[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) acc[e] = 0.0f;
+    const int64_t r0 = split * args.split_len, r1 = min(args.reduced, r0 + args.split_len);
+    auto row_offset = [&](int64_t r) {
+      if (args.reduced_stride != 0) return r * args.reduced_stride;
+      int64_t o[1];
+      reduced.get(static_cast<Index>(r), o);
+      return o[0];
+    };
+    const int64_t step = int64_t{TY} * kColumnUnroll;
+    for (int64_t r = kShifted ? r0 : r0 + ty; r < r1; r += step) {
+      Raw16 raw[kColumnUnroll];  // all loads first (converted after: see Raw16)
+      if constexpr (kShifted) {
+        const int segment = TX < 32 ? TX : 32;  // lanes of a warp along the same row (TX is a power of 2)
+        const bool segment_last = tx % segment == segment - 1;
+        const T* first = src + args.src_first;
+        const T* end = src + args.src_end;
+        Raw16 lo[kColumnUnroll], hi[kColumnUnroll];
+        uint32_t shift[kColumnUnroll];
+#pragma unroll
+        for (int u = 0; u < kColumnUnroll; ++u) {
+          const int64_t ru = r + ty + int64_t{u} * TY;
+          lo[u] = hi[u] = Raw16{};  // all-zero bits are 0.0 in every dtype
+          shift[u] = 0;
+          if (ru >= r1) continue;  // (the same for the whole segment of TX lanes)
+          const T* p = base + row_offset(ru);
+          shift[u] = static_cast<uint32_t>(misalignment16(p));
+          const T* a = p - shift[u] / sizeof(T);
+          lo[u] = load_raw_within(a, first, end);
+          if (segment_last && shift[u] != 0) hi[u] = load_raw_within(a + VEC, first, end);
+        }
+#pragma unroll
+        for (int u = 0; u < kColumnUnroll; ++u) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const uint32_t next = __shfl_down_sync(0xffffffffu, lo[u].w[i], 1, segment);
+            if (!segment_last) hi[u].w[i] = next;
+          }
+          raw[u] = shifted_window<T>(lo[u], hi[u], shift[u]);
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < kColumnUnroll; ++u) {
+          const int64_t ru = r + int64_t{u} * TY;
+          raw[u] = Raw16{};  // all-zero bits are 0.0 in every dtype
+          if (ru >= r1 || col0 >= args.columns) continue;
+          const T* p = base + row_offset(ru);
+          if (full) {
+            raw[u] = load_raw(p);
+          } else {
+            Vec<T, VEC> v;
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) v.v[e] = col0 + e < args.columns ? p[e] : from_float<T>(0.0f);
+            raw[u] = to_raw(v);
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kColumnUnroll; ++u) {
+        float x[VEC];
+        raw_to_floats<T>(raw[u], x);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[e] += x[e];
+      }
+    }
+    // Combine the TY partial sums of each column in a fixed order.
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) partial[(ty * TX + tx) * VEC + e] = acc[e];
+    __syncthreads();
+    if (ty == 0) {
+      for (int y = 1; y < TY; ++y)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[e] += partial[(y * TX + tx) * VEC + e];
+      if constexpr (kCluster) {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) partial[tx * VEC + e] = acc[e];  // (row ty = 0 of partial: this thread's own)
+      } else if (args.splits > 1) {
+        float* slot = args.partials + (tile_task * args.splits + split) * width + int64_t{tx} * VEC;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) slot[e] = acc[e];
+      } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+          if (col0 + e < args.columns) out[offsets[0] + (col0 + e) * args.out_stride] = from_float<T>(acc[e]);
+      }
+    }
+    if constexpr (kCluster)  // (a block per task: every block of the cluster gets here once)
+      write_cluster_sums(out, partial, width, tile * width, args.columns, offsets[0], args.out_stride);
+    __syncthreads();
+  }
+}
+
+// Adds each column's `splits` partials in a fixed order: a warp per output.
+template <class T, class Index>
+__global__ void finish_columns_kernel(T* out, const float* partials, OffsetCalc<2, Index> planes, ColumnsArgs args,
+                                      int64_t width) {
+  wait_for_prior_grid();
+  const int lane = threadIdx.x % 32;
+  const int64_t outputs = args.planes * args.columns, warps = int64_t{gridDim.x} * blockDim.x / 32;
+  for (int64_t i = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; i < outputs; i += warps) {
+    const int64_t plane = i / args.columns, c = i - plane * args.columns;
+    const int64_t tile = c / width, within = c - tile * width;
+    const float* p = partials + ((plane * args.col_tiles + tile) * args.splits) * width + within;
+    float acc = 0.0f;
+    for (int64_t j = lane; j < args.splits; j += 32) acc += p[j * width];
+    acc = group_allreduce<32>(acc, SumOp{}, nullptr);
+    if (lane == 0) {
+      int64_t offsets[2];
+      planes.get(static_cast<Index>(plane), offsets);
+      out[offsets[0] + c * args.out_stride] = from_float<T>(acc);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace oprt::nvidia
+
+#endif  // OPRT_REDUCE_SUM_NVIDIA_COLUMNS_CUH_

@@ -1,0 +1,256 @@
+// Private to reduce_sum_nvidia.cu: the kernels of sums along contiguous
+// runs (rows, rows_dense, rows_short) and the kernel that adds a split
+// row's partials. The plan that picks among them is in reduce_sum_nvidia.cu.
+#ifndef OPRT_REDUCE_SUM_NVIDIA_ROWS_CUH_
+#define OPRT_REDUCE_SUM_NVIDIA_ROWS_CUH_
+
+#include "../../common/nvidia/cuda_types.cuh"
+#include "../../common/nvidia/group_reduce.cuh"
+#include "../../common/nvidia/launch.cuh"
+#include "../../common/nvidia/offset_calc.cuh"
+
+namespace oprt::nvidia {
+namespace {
+
+constexpr int kUnroll = 4;          // rows: vectors in flight per thread
+constexpr int kRowsBlock = 256;     // rows: threads per block, and the most threads per output
+constexpr int kShortVectors = 2;    // rows_short: 16-byte vectors per lane (a row is at most 32 lanes of them)
+
+
+// ---- rows -------------------------------------------------------------------
+struct RowsArgs {
+  int64_t rows, runs, run_length, run_stride, splits, split_len;
+  float* partials;  // splits > 1: one float per (row, split)
+};
+
+// A 16-byte vector's sum as a pairwise tree.
+template <class T>
+__device__ __forceinline__ float vector_sum(const Raw16& raw) {
+  float x[kVec16<T>];
+  raw_to_floats<T>(raw, x);  // all-zero bits are 0.0 in every dtype
+  return tree_sum(x);
+}
+
+// Sums p[e0..e1) (stride 1) or p[(e0..e1) * stride] across the group's lanes.
+template <class T, int TPR, int U>
+__device__ __forceinline__ float sum_run(const T* p, int64_t e0, int64_t e1, int64_t stride, int lane) {
+  constexpr int VEC = kVec16<T>;
+  float acc = 0.0f;
+  if (stride != 1) {
+    for (int64_t e = e0 + lane; e < e1; e += TPR) acc += to_float(p[e * stride]);
+    return acc;
+  }
+  const int64_t head = min(e1 - e0, elements_to_alignment(p + e0));
+  const int64_t a = e0 + head;
+  const int64_t vectors = (e1 - a) / VEC;
+  const int64_t tail = a + vectors * VEC;
+  for (int64_t e = e0 + lane; e < a; e += TPR) acc += to_float(p[e]);
+  for (int64_t e = tail + lane; e < e1; e += TPR) acc += to_float(p[e]);
+  const T* body = p + a;
+  // One accumulator per unroll slot, each vector summed as a pairwise tree
+  // first: a thread's serial chain is one add per round instead of
+  // U * VEC, which makes float32 sums of long runs as accurate as
+  // torch's (a single accumulator over ~500 elements per thread was 25x
+  // less accurate on a 64M-element sum) and shortens the dependent chain.
+  float part[U] = {};
+  for (int64_t v = lane; v < vectors; v += int64_t{TPR} * U) {
+    Raw16 raw[U];  // all loads first (converted after: see Raw16)
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      raw[u] = v + int64_t{u} * TPR < vectors ? load_raw(body + (v + int64_t{u} * TPR) * VEC) : Raw16{};
+#pragma unroll
+    for (int u = 0; u < U; ++u) part[u] += vector_sum<T>(raw[u]);
+  }
+  acc += tree_sum(part);
+  return acc;
+}
+
+template <class T, int TPR, int U, class Index>
+__global__ void reduce_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, OffsetCalc<1, Index> run_outer,
+                                   RowsArgs args) {
+  __shared__ float slots[kMaxWarps];
+  allow_early_launch();  // (the finishing kernel waits for this whole grid anyway)
+  const int groups = blockDim.x / TPR, group = threadIdx.x / TPR, lane = threadIdx.x % TPR;
+  const int64_t tasks = args.rows * args.splits;
+  // The loop bound is the same for the whole block: group_allreduce may sync.
+  for (int64_t base = int64_t{blockIdx.x} * groups; base < tasks; base += int64_t{gridDim.x} * groups) {
+    const int64_t task = base + group;
+    float acc = 0.0f;
+    int64_t offsets[2] = {0, 0};
+    if (task < tasks) {
+      const int64_t row = task / args.splits, split = task - row * args.splits;
+      kept.get(static_cast<Index>(row), offsets);
+      const T* row_src = src + offsets[1];
+      if (args.runs == 1) {
+        const int64_t e0 = split * args.split_len;
+        acc = sum_run<T, TPR, U>(row_src, e0, min(args.run_length, e0 + args.split_len), args.run_stride, lane);
+      } else {
+        const int64_t r0 = split * args.split_len, r1 = min(args.runs, r0 + args.split_len);
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t run[1];
+          run_outer.get(static_cast<Index>(r), run);
+          acc += sum_run<T, TPR, U>(row_src + run[0], 0, args.run_length, args.run_stride, lane);
+        }
+      }
+    }
+    acc = group_allreduce<TPR>(acc, SumOp{}, slots);
+    if (task < tasks && lane == 0) {
+      if (args.splits == 1) out[offsets[0]] = from_float<T>(acc);
+      else args.partials[task] = acc;
+    }
+  }
+}
+
+// Row offsets where the kept dims are at most one (rows_dense, rows_short).
+struct RowStrides {
+  bool used;         // the kept dims are at most one: offsets are row * stride
+  int64_t out, src;  // that dim's strides
+};
+
+// ---- rows_dense -------------------------------------------------------------
+// Every output's reduced elements one contiguous run (runs == 1, stride 1):
+// the rows kernel without its run loop and strided path, always 8 vectors in
+// flight per thread, 4 blocks of 256 threads per SM (<= 64 registers). The
+// row offset is one multiply where the kept dims are at most one, and out's
+// offset is found again after the sum instead of held across it. H200,
+// scripts/nvidia_ab.py (us, against `rows` with 4 vectors a thread): 8192^2
+// fp16 34.9 vs 36.2, float32 64.2 vs 65.3; 4096^2 bf16 13.1 vs 13.6;
+// 1024 x 65536 bf16 34.8 vs 36.1; 4 x 4M float32 (split) 21.7 vs 23.0. The
+// same kernel held to 32 registers (8 blocks per SM, 4 vectors a thread)
+// was 1.3-1.5x slower: at 32 registers the compiler converts the first
+// vectors before the last loads issue; loads under an L2 evict_first policy
+// changed little (0.5% better on the split sums, 1-8% worse on rows).
+struct DenseRowsArgs {
+  int64_t rows, run_length, splits, split_len;
+  float* partials;  // splits > 1: one float per (row, split)
+};
+
+template <class Index>
+__device__ __forceinline__ int64_t kept_offset(const OffsetCalc<2, Index>& kept, RowStrides strides, int64_t row,
+                                               int operand) {
+  if (strides.used) return row * (operand == 0 ? strides.out : strides.src);
+  int64_t offsets[2];
+  kept.get(static_cast<Index>(row), offsets);
+  return offsets[operand];
+}
+
+constexpr int kDenseUnroll = 8;
+
+template <class T, int TPR, class Index>
+__global__ void __launch_bounds__(kRowsBlock, 1024 / kRowsBlock)
+reduce_dense_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, RowStrides row_strides,
+                         DenseRowsArgs args) {
+  __shared__ float slots[kMaxWarps];
+  allow_early_launch();  // (the finishing kernel waits for this whole grid anyway)
+  constexpr int kGroups = kRowsBlock / TPR;
+  const int group = threadIdx.x / TPR, lane = threadIdx.x % TPR;
+  const int64_t tasks = args.rows * args.splits;
+  // The loop bound is the same for the whole block: group_allreduce may sync.
+  for (int64_t base = int64_t{blockIdx.x} * kGroups; base < tasks; base += int64_t{gridDim.x} * kGroups) {
+    const int64_t task = base + group;
+    float acc = 0.0f;
+    if (task < tasks) {
+      const int64_t row = args.splits == 1 ? task : task / args.splits;
+      const int64_t e0 = (task - row * args.splits) * args.split_len;
+      const T* row_src = src + kept_offset(kept, row_strides, row, 1);
+      acc = sum_run<T, TPR, kDenseUnroll>(row_src, e0, min(args.run_length, e0 + args.split_len), 1, lane);
+    }
+    acc = group_allreduce<TPR>(acc, SumOp{}, slots);
+    if (task < tasks && lane == 0) {
+      if (args.splits == 1) out[kept_offset(kept, row_strides, task, 0)] = from_float<T>(acc);
+      else args.partials[task] = acc;
+    }
+  }
+}
+
+// ---- rows_short -------------------------------------------------------------
+// Many short rows, each starting 16-byte aligned and `vectors` whole 16-byte
+// vectors long (vectors <= LANES * kShortVectors): LANES lanes per row, each
+// loading vectors j * LANES + lane (a group reads LANES * 16 contiguous bytes
+// per load), ROWS rows per group, every load of a lane in flight before any
+// add. The shape of TileLang's group_rows, which read 262144x128 at 3.83 /
+// 3.41 TB/s (float32 / bf16; 16 / 8 lanes of 2 vectors) where `rows` read
+// 3.61 / 3.07 (8 / 4 lanes of 4; one process on the H200). On a row of a few
+// hundred bytes `rows` spends instructions its loads do not amortize (head
+// and tail loops, the loop over rounds, a 64-bit division of the task
+// index), holds 55 registers (4 of 8 blocks per SM resident) and strides 2
+// resident grids over the rows. Here a row offset is one multiply where the
+// kept dims are one (`row_strides`; else the offset calculator), the kernel
+// keeps to 32 registers, and the grid is a block per task, as in softmax's
+// rows_warp_dense, which measured faster so (the grid-stride loop runs again
+// only past 2^31 - 1 blocks or with OPRT_TUNE_REDUCE_SHORT_WAVES).
+
+template <class T, int LANES, int ROWS, class Index>
+__global__ void __launch_bounds__(kRowsBlock, 2048 / kRowsBlock)  // <= 32 registers: 8 blocks per SM
+reduce_short_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, RowStrides row_strides, int64_t rows,
+                         int vectors) {
+  constexpr int VEC = kVec16<T>;
+  constexpr int kGroups = kRowsBlock / LANES;
+  constexpr int kBlockRows = kGroups * ROWS;
+  const int group = threadIdx.x / LANES, lane = threadIdx.x % LANES;
+  // The loop bound is the same for the whole block: the group sum shuffles across the warp.
+  for (int64_t base = int64_t{blockIdx.x} * kBlockRows; base < rows; base += int64_t{gridDim.x} * kBlockRows) {
+    Raw16 raw[ROWS][kShortVectors];
+    int64_t out_offsets[ROWS];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      // Row r * kGroups + group: a warp's lanes read neighbouring rows together.
+      const int64_t row = base + r * kGroups + group;
+      int64_t offsets[2] = {row * row_strides.out, row * row_strides.src};
+      if (!row_strides.used && row < rows) kept.get(static_cast<Index>(row), offsets);
+      out_offsets[r] = offsets[0];
+      const T* p = src + offsets[1];
+#pragma unroll
+      for (int j = 0; j < kShortVectors; ++j) {
+        const int v = j * LANES + lane;
+        raw[r][j] = row < rows && v < vectors ? load_raw(p + v * VEC) : Raw16{};
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      float part[kShortVectors];
+#pragma unroll
+      for (int j = 0; j < kShortVectors; ++j) part[j] = vector_sum<T>(raw[r][j]);
+      const float sum = group_allreduce<LANES>(tree_sum(part), SumOp{}, nullptr);
+      if (base + r * kGroups + group < rows && lane == 0) out[out_offsets[r]] = from_float<T>(sum);
+    }
+  }
+}
+
+// out[row] = sum of its `splits` partials: F threads per row (a warp, or up
+// to the whole block where the rows are few and the splits many), each
+// adding a fixed subset of them with 4 loads in flight, then a fixed tree
+// across the F, so the order is the same on every run. One warp over the
+// 528 partials of a 64M-element sum took 4.5 us under ncu (17 dependent
+// rounds of L2 loads a lane).
+constexpr int kFinishThreads = 256;
+
+template <class T, int F, class Index>
+__global__ void __launch_bounds__(kFinishThreads)
+finish_rows_kernel(T* out, const float* partials, OffsetCalc<2, Index> kept, int64_t rows, int64_t splits) {
+  __shared__ float slots[kMaxWarps];
+  wait_for_prior_grid();
+  constexpr int kRowsPerBlock = kFinishThreads / F;
+  const int lane = threadIdx.x % F;
+  // The loop bound is the same for the whole block: group_allreduce may sync.
+  for (int64_t base = int64_t{blockIdx.x} * kRowsPerBlock; base < rows; base += int64_t{gridDim.x} * kRowsPerBlock) {
+    const int64_t row = base + threadIdx.x / F;
+    float acc = 0.0f;
+    if (row < rows) {
+      const float* p = partials + row * splits;
+#pragma unroll 4
+      for (int64_t j = lane; j < splits; j += F) acc += p[j];
+    }
+    acc = group_allreduce<F>(acc, SumOp{}, slots);
+    if (row < rows && lane == 0) {
+      int64_t offsets[2];
+      kept.get(static_cast<Index>(row), offsets);
+      out[offsets[0]] = from_float<T>(acc);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace oprt::nvidia
+
+#endif  // OPRT_REDUCE_SUM_NVIDIA_ROWS_CUH_
