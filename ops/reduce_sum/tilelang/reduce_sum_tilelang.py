@@ -16,7 +16,7 @@ adds the S partials in a fixed order into out and sets the counter back
 to 0 (a second launch cost 2.1-3.4 us on the H200). columns leaves them
 to a second launch of the same kernel (input float32): the same finish
 made 8192^2 over dim 0 slower there (bf16 47.0 -> 48.6 / 52.7 us in two
-forms; docs/performance.md, TileLang, fourteenth session). Every
+forms; docs/performance-history.md, TileLang, fourteenth session). Every
 partition depends only on the shape, so results are bitwise reproducible.
 
 Kernels (sizes T.dynamic):
