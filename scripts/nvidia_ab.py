@@ -7,11 +7,13 @@ call) beside torch, measured once per case.
     python3 scripts/nvidia_ab.py [--only softmax|reduce_sum|copy|add] [--configs NAME...] [--cases PREFIX...]
         [--min-time 0.02]
 
-add cases are contiguous out = a + b (the dense kernel); their check is
-bitwise equality with torch's add.
+add cases are out = a + b, a contiguous, b of a's shape (the dense kernel)
+or broadcast to it (a bias row, one value per row); their check is bitwise
+equality with torch's add.
 
-copy cases are permuted (non-contiguous) sources copied into a contiguous
-out of the same dtype; their check is bitwise equality with torch's copy_.
+copy cases are permuted (or, with the identity permutation, contiguous)
+sources copied into a contiguous out of the same dtype; their check is
+bitwise equality with torch's copy_.
 
 Configurations and cases are the tables below; a config is a name and the
 OPRT_TUNE_* values it sets (everything else planned as usual).
@@ -237,14 +239,19 @@ COPY_CASES = [
     ("large_16384x16384", (16384, 16384), (1, 0), ("bfloat16",)),
     ("batched_32x2048x1024", (32, 1024, 2048), (0, 2, 1), ("float32", "bfloat16")),  # the inner two swapped
     ("permute_1024x512x64", (64, 1024, 512), (1, 2, 0), ("bfloat16",)),  # narrow: tiles half used in 16-bit
+    ("contiguous_1M", (1 << 20,), (0,), ("float32", "bfloat16")),  # memcpy
+    ("odd_1000003", (1000003,), (0,), ("float32", "float16", "bfloat16")),  # memcpy of bytes not whole 16-byte words
+    ("odd_4M+1", ((4 << 20) + 1,), (0,), ("float32", "bfloat16")),
+    ("odd_64M+1", ((64 << 20) + 1,), (0,), ("float16",)),
 ]
 COPY_CONFIGS = [
     ("planned", {}),
+    ("odd_kernel", {"COPY_ODD_KERNEL": 1}),  # the dense kernel where the bytes are not whole 16-byte words
     ("old_transpose", {"COPY_TRANSPOSE_VEC": 0}),  # transpose_tiled for every transpose (before transpose_vec)
     ("vec_16bit_only", {"COPY_TRANSPOSE_VEC": 1}),  # float32 on transpose_tiled
 ]
 
-# vector_add: (name, shape, None, dtypes); contiguous operands (the dense kernel)
+# vector_add: (name, a's shape, b's shape (None: a's), dtypes)
 ADD_CASES = [
     ("tiny_4096", (4096,), None, ("float32", "float16", "bfloat16")),
     ("64K", (65536,), None, ("float32", "bfloat16")),
@@ -255,11 +262,19 @@ ADD_CASES = [
     ("16M", (16 << 20,), None, ("float32", "bfloat16")),
     ("64M", (64 << 20,), None, ("float32", "bfloat16")),
     ("256M", (256 << 20,), None, ("float32", "bfloat16")),
+    ("bias_4096x1024", (4096, 1024), (1024,), ("float32", "bfloat16")),  # b broadcast: rows (planned) or flat
+    ("bias_2047x2053", (2047, 2053), (2053,), ("float32", "bfloat16")),
+    ("bias_16384x4096", (16384, 4096), (4096,), ("float32", "float16", "bfloat16")),
+    ("bias_16384x12289", (16384, 12289), (12289,), ("float32", "bfloat16")),
+    ("column_16384x4096", (16384, 4096), (16384, 1), ("float32", "bfloat16")),
+    ("short_4Mx3", (4 << 20, 3), (3,), ("float32", "bfloat16")),  # rows under 64: strided (planned) or flat
+    ("short_1Mx16", (1 << 20, 16), (16,), ("float32", "bfloat16")),
 ]
 # (the eighteenth session's vectors-per-thread knob, 1 / 2 / 4, measured within 0.1-0.3 us everywhere and was
 # removed: docs/data/nvidia-h200-2026-12-04a-add-dense-unroll-ab.txt)
 ADD_CONFIGS = [
     ("planned", {}),
+    ("flat", {"ELEMENTWISE_FLAT": 1}),  # out contiguous with a broadcast b: the flat kernel (elementwise.cuh)
 ]
 
 
@@ -283,12 +298,12 @@ def run(op: str, cases, configs, timing: TimingConfig, ceiling_tbps: float) -> N
                 gen = torch.Generator(device="cuda").manual_seed(1)
                 x = torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
                 if op == "add":
-                    y = torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
+                    y = torch.randn(dim or shape, device="cuda", dtype=dtype, generator=gen)
                     out = torch.full_like(x, float("nan"))
                     prepared = oprt.prepare_vector_add(out, x, y, backend="nvidia")
                     reference_out = torch.empty_like(out)
                     reference = lambda: torch.add(x, y, out=reference_out)  # noqa: E731
-                    nbytes = 3 * x.numel() * x.element_size()
+                    nbytes = (2 * x.numel() + y.numel()) * x.element_size()
                 elif op == "copy":
                     src = x.permute(dim)
                     out = torch.full(src.shape, float("nan"), device="cuda", dtype=dtype)

@@ -112,6 +112,9 @@ _CLUSTER_8192 = {"float32": "columns_cluster16", "float16": "columns_cluster8", 
 # softmax rows_shared on rows of ~40000 elements: two slices of <= 80 KB in float32, one block in 16-bit.
 _SHARED_40K = {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}
 
+# The elementwise flat kernel, when told (ops/common/nvidia/elementwise.cuh).
+_FLAT = {"tune": {"ELEMENTWISE_FLAT": 1}, "nvidia_variant": "flat"}
+
 # (name, op, input shapes, input layout, params, out dtype for copy or None)
 VARIANT_CASES = [
     ("copy-memcpy", "copy", [(1 << 20,)], "contiguous", {}, None),
@@ -133,6 +136,23 @@ VARIANT_CASES = [
     ("add-dense-unaligned", "vector_add", [(100003,), (100003,)], "offset", {}, None),
     ("add-rows-broadcast", "vector_add", [(512, 1000), (1000,)], "contiguous", {}, None),
     ("add-strided", "vector_add", [(700, 300), (700, 300)], "transposed", {}, None),
+    # flat (told: OPRT_TUNE_ELEMENTWISE_FLAT=1, not planned yet): out contiguous, b a bias row read
+    # whole within a row (1000) or across row ends and unaligned (1001), one value per row, rows
+    # shorter than a vector (3), a 3-D layout (b one value per middle index), a misaligned a (every
+    # element scalar), and copies of a broadcast row and of a broadcast column converted to float32
+    ("add-flat-bias", "vector_add", [(512, 1000), (1000,)], "contiguous", _FLAT, None),
+    ("add-flat-bias-odd", "vector_add", [(300, 1001), (1001,)], "contiguous", _FLAT, None),
+    ("add-flat-column", "vector_add", [(300, 1001), (300, 1)], "contiguous", _FLAT, None),
+    ("add-flat-short-rows", "vector_add", [(4099, 3), (3,)], "contiguous", _FLAT, None),
+    ("add-flat-3d", "vector_add", [(6, 70, 33), (70, 1)], "contiguous", _FLAT, None),
+    ("add-flat-unaligned", "vector_add", [(300, 1001), (1001,)], "offset", _FLAT, None),
+    ("copy-flat-row", "copy", [(1, 513)], "expand-rows", _FLAT, None),
+    ("copy-flat-column-convert", "copy", [(700, 5)], "expand-columns", _FLAT, torch.float32),
+    # odd byte counts through the dense kernel instead of cudaMemcpyAsync (told, not planned yet)
+    ("copy-odd-kernel", "copy", [(100003,)], "contiguous", {"tune": {"COPY_ODD_KERNEL": 1}, "nvidia_variant": "dense"},
+     None),
+    ("copy-odd-kernel-unaligned", "copy", [(100003,)], "offset",
+     {"tune": {"COPY_ODD_KERNEL": 1}, "nvidia_variant": "dense"}, None),
     # one contiguous run per output (nvidia: rows_dense), split over blocks; several runs per output: rows
     ("sum-rows", "reduce_sum", [(512, 4096)], "contiguous", {"dim": -1, "nvidia_variant": "rows_dense"}, None),
     ("sum-rows-split", "reduce_sum", [(2, 1 << 20)], "contiguous",
@@ -389,6 +409,8 @@ def _variant_input(shape, layout, dtype, seed):
         return _randn((shape[1], shape[0], shape[2]), dtype, seed).transpose(0, 1)
     if layout == "expand-rows":
         return _randn(shape, dtype, seed).expand(700, shape[1])
+    if layout == "expand-columns":  # one value per row
+        return _randn((shape[0], 1), dtype, seed).expand(shape[0], shape[1])
     values = _randn(shape, dtype, seed)
     return _offset(values) if layout == "offset" else values
 

@@ -4,6 +4,11 @@
 //              vectors, a scalar head that aligns all operands, a scalar tail
 //   rows       the inner dim contiguous (or broadcast) in every operand: the
 //              same vectors along each row, row starts from the outer dims
+//   flat       out contiguous, every input's inner stride 0 or 1 (a bias
+//              row, a per-row value, short rows): dense's vectors over out
+//              and the inputs laid out like it; the others read at offsets
+//              from the layout. Planned only when told
+//              (OPRT_TUNE_ELEMENTWISE_FLAT=1) until measured on a GPU.
 //   strided    anything else: per-element offsets from the layout
 // Indices are 64-bit wherever a tensor can pass 2^31 elements.
 #ifndef OPRT_COMMON_NVIDIA_ELEMENTWISE_CUH_
@@ -11,6 +16,7 @@
 
 #include <cstdint>
 
+#include "../tuning.h"
 #include "cuda_types.cuh"
 #include "launch.cuh"
 #include "offset_calc.cuh"
@@ -187,6 +193,105 @@ rows_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> ro
   }
 }
 
+// ---- flat -------------------------------------------------------------------
+// out contiguous over the whole layout, so an element's index is its offset
+// in out. Inputs laid out like out ("flat") are read as 16-byte vectors at
+// the same index, as in `dense`; the others ("gathered": a bias row, one
+// value per row, any input whose inner stride is 0 or 1) at offsets from
+// the offset calculator, taken once per vector: a vector that stays within
+// one inner row reads them as one value (inner stride 0), one aligned
+// 16-byte vector, or VEC neighbours; one that crosses a row end finds each
+// element's offset again. Such inputs are a row or a column of values that
+// every vector re-reads from cache, so their loads cost little DRAM
+// traffic; the point is out's and the flat inputs' 16-byte accesses and
+// dense's one-shot grid, where `rows` runs a group per row chunk (idle
+// lanes on a short last chunk, a scalar read of a bias row whose vectors
+// are not aligned with out's) and short rows fall to `strided`.
+template <class Out, class In, int K>
+struct FlatArgs {
+  Out* out;
+  const In* in[K];
+  bool gathered[K];          // offsets from the calculator (else the element's index)
+  int64_t inner_stride[K];   // gathered: stride along the innermost dim, 0 or 1
+  int64_t inner_size;        // elements along the innermost dim
+};
+
+// Input k's VEC elements from index i on (offsets: the calculator's at i,
+// operand K = the position along the innermost dim).
+template <class In, int VEC, int K, class Index>
+__device__ __forceinline__ Vec<In, VEC> gather_vector(const In* base, int64_t stride, int64_t inner_size,
+                                                      const OffsetCalc<K + 1, Index>& calc, int k, int64_t i,
+                                                      const int64_t (&offsets)[K + 1]) {
+  Vec<In, VEC> x;
+  const In* p = base + offsets[k];
+  if (offsets[K] + VEC <= inner_size) {  // within one inner row
+    if (stride == 0) {
+      const In value = *p;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) x.v[e] = value;
+    } else if (aligned16(p)) {
+      x = load_vec<In, VEC>(p);
+    } else {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) x.v[e] = p[e];
+    }
+  } else {  // crosses a row end (every vector does when rows are shorter than VEC)
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+      int64_t o[K + 1];
+      calc.get(static_cast<Index>(i + e), o);
+      x.v[e] = base[o[k]];
+    }
+  }
+  return x;
+}
+
+template <class Op, class Out, class In, int K, class Index>
+__global__ void __launch_bounds__(kDenseThreads)
+flat_kernel(FlatArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> calc, int64_t numel, int64_t head,
+            int64_t vectors) {
+  constexpr int VEC = kElementwiseVec<Out, In>;
+  constexpr int U = kDenseUnroll;
+  const bool no_broadcast[K] = {};
+  const In no_value[K] = {};
+  auto element = [&](int64_t i) {
+    int64_t offsets[K + 1];
+    calc.get(static_cast<Index>(i), offsets);
+    In x[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) x[k] = args.in[k][offsets[k]];  // (a flat input's offset is i)
+    args.out[i] = apply_op(op, x);
+  };
+  // Scalar elements as in dense_kernel: the head, then the tail.
+  const int64_t body_end = head + vectors * VEC;
+  const int64_t scalars = head + (numel - body_end);
+  for (int64_t j = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; j < scalars; j += int64_t{gridDim.x} * blockDim.x)
+    element(j < head ? j : body_end + (j - head));
+  const int64_t step = int64_t{gridDim.x} * blockDim.x * U;
+  for (int64_t base = int64_t{blockIdx.x} * blockDim.x * U + threadIdx.x; base < vectors; base += step) {
+    Vec<In, VEC> x[U][K];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t v = base + int64_t{u} * blockDim.x;
+      if (v >= vectors) continue;
+      const int64_t i = head + v * VEC;
+      int64_t offsets[K + 1];
+      calc.get(static_cast<Index>(i), offsets);
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+        x[u][k] = args.gathered[k] ? gather_vector<In, VEC, K, Index>(args.in[k], args.inner_stride[k],
+                                                                      args.inner_size, calc, k, i, offsets)
+                                   : load_vec<In, VEC>(args.in[k] + i);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t v = base + int64_t{u} * blockDim.x;
+      if (v >= vectors) break;
+      store_vec<Out, VEC>(args.out + head + v * VEC, apply_vector<Out, VEC>(op, x[u], no_broadcast, no_value));
+    }
+  }
+}
+
 // ---- strided ----------------------------------------------------------------
 template <class Op, class Out, class In, int K, class Index>
 __global__ void __launch_bounds__(kElementwiseThreads)
@@ -216,23 +321,47 @@ strided_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index>
 }
 
 // ---- planning and launch ----------------------------------------------------
-enum class ElementwiseKind { kDense, kRows, kStrided };
+enum class ElementwiseKind { kDense, kRows, kFlat, kStrided };
 
 // Below this row length the rows kernel leaves most threads idle.
 constexpr int64_t kMinRowLength = 64;
 
+// flat: more than one dim, out contiguous over all of them, every input's
+// inner stride 0 or 1.
+template <int N>
+bool flat_layout(const StridedLayout<N>& l) {
+  if (l.ndim < 2) return false;
+  int64_t contiguous = 1;  // out's stride for a contiguous layout
+  for (int d = l.ndim - 1; d >= 0; --d) {
+    if (l.strides[0][d] != contiguous) return false;
+    contiguous *= l.shape[d];
+  }
+  for (int k = 1; k < N; ++k)
+    if (l.inner_stride(k) != 0 && l.inner_stride(k) != 1) return false;
+  return true;
+}
+
+// OPRT_TUNE_ELEMENTWISE_FLAT=1 plans `flat` wherever it applies (not yet
+// planned otherwise: written without a GPU, to be measured against `rows`
+// and `strided` first).
 template <int N>
 ElementwiseKind choose_elementwise_kind(const StridedLayout<N>& l) {
   bool dense = l.ndim <= 1 && l.inner_stride(0) == 1;
   for (int k = 1; k < N; ++k) dense &= l.ndim <= 1 && (l.inner_stride(k) == 1 || l.inner_stride(k) == 0);
   if (dense) return ElementwiseKind::kDense;
+  if (tuned("ELEMENTWISE_FLAT", 0) != 0 && flat_layout(l)) return ElementwiseKind::kFlat;
   bool rows = l.ndim >= 2 && l.inner_stride(0) == 1 && l.inner_size() >= kMinRowLength;
   for (int k = 1; k < N; ++k) rows &= l.inner_stride(k) == 1 || l.inner_stride(k) == 0;
   return rows ? ElementwiseKind::kRows : ElementwiseKind::kStrided;
 }
 
 inline const char* elementwise_kind_name(ElementwiseKind kind) {
-  return kind == ElementwiseKind::kDense ? "dense" : kind == ElementwiseKind::kRows ? "rows" : "strided";
+  switch (kind) {
+    case ElementwiseKind::kDense: return "dense";
+    case ElementwiseKind::kRows: return "rows";
+    case ElementwiseKind::kFlat: return "flat";
+    default: return "strided";
+  }
 }
 
 // Runs out = op(inputs...) over layout (operand 0 = out) on `stream`.
@@ -283,6 +412,40 @@ void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout
       rows_kernel<Op, Out, In, K, Index><<<grid, kElementwiseThreads, 0, stream>>>(
           args, op, OffsetCalc<K + 1, Index>(outer), length, chunks, tasks, group);
       check_launch("rows elementwise kernel");
+    });
+    return;
+  }
+  if (kind == ElementwiseKind::kFlat) {
+    FlatArgs<Out, In, K> flat;
+    flat.out = out;
+    flat.inner_size = layout.inner_size();
+    // The calculator's operands: the K inputs, then the position along the innermost dim.
+    StridedLayout<K + 1> offsets;
+    for (int d = 0; d < layout.ndim; ++d) {
+      int64_t strides[K + 1];
+      for (int k = 0; k < K; ++k) strides[k] = layout.strides[k + 1][d];
+      strides[K] = d == layout.ndim - 1 ? 1 : 0;
+      offsets.push_dim(layout.shape[d], strides);
+    }
+    // Peel a head that aligns out; vectors only if every flat input is then aligned too.
+    int64_t head = elements_to_alignment(out);
+    bool aligned = head < numel;  // else everything goes scalar
+    for (int k = 0; k < K; ++k) {
+      flat.in[k] = inputs[k];
+      flat.inner_stride[k] = layout.inner_stride(k + 1);
+      flat.gathered[k] = false;
+      for (int d = 0; d < layout.ndim; ++d) flat.gathered[k] |= layout.strides[k + 1][d] != layout.strides[0][d];
+      if (!flat.gathered[k]) aligned &= aligned16(inputs[k] + head);
+    }
+    if (!aligned) head = numel;
+    const int64_t vectors = (numel - head) / VEC;
+    const int64_t scalars = numel - vectors * VEC;
+    const int64_t tasks = ceil_div(vectors > scalars ? vectors : scalars, int64_t{kDenseThreads} * kDenseUnroll);
+    dispatch_index(numel, [&](auto index) {
+      using Index = decltype(index);
+      flat_kernel<Op, Out, In, K, Index><<<grid_one_shot(tasks), kDenseThreads, 0, stream>>>(
+          flat, op, OffsetCalc<K + 1, Index>(offsets), numel, head, vectors);
+      check_launch("flat elementwise kernel");
     });
     return;
   }

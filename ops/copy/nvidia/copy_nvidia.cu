@@ -2,6 +2,8 @@
 // float16 / bfloat16. Variants, chosen at create from the coalesced layout:
 //   memcpy           dense, same dtype: cudaMemcpyAsync (the copy engine path)
 //   dense            dense, dtype conversion: 16-byte vectors
+//   flat             out contiguous, src a broadcast row or column (when told:
+//                    see elementwise.cuh)
 //   rows             rows contiguous in both (slices, a broadcast row)
 //   transpose_vec    out and src contiguous along different dims, same dtype,
 //                    every row start 16-byte aligned and both sizes whole
@@ -183,7 +185,13 @@ CopyNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t*
   const StridedLayout<2>& l = d->layout;
   d->elementwise = choose_elementwise_kind(l);
   const bool dense_both = l.ndim <= 1 && l.inner_stride(0) == 1 && l.inner_stride(1) == 1;
-  if (dense_both && out.dtype == src.dtype) {
+  // cudaMemcpyAsync of a size that is not whole 16-byte words is slow at
+  // moderate sizes (H200, ...-04q-copy-add-bench: 1,000,003 float32 8.3 us,
+  // 1M 5.9; torch's copy_ makes the same call, torch.compile's kernel 6.0).
+  // OPRT_TUNE_COPY_ODD_KERNEL=1 copies such sizes with the dense kernel
+  // instead: not planned until measured on a GPU.
+  const bool odd_bytes = l.numel() * out.element_size() % 16 != 0;
+  if (dense_both && out.dtype == src.dtype && !(odd_bytes && tuned("COPY_ODD_KERNEL", 0) != 0)) {
     d->kind = CopyNvidia::Kind::kMemcpy;
     d->variant = "memcpy";
   } else if (d->elementwise == ElementwiseKind::kStrided && l.ndim >= 2 && l.strides[0][l.ndim - 1] == 1 &&

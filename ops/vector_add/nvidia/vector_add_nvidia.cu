@@ -1,7 +1,8 @@
 // vector_add on NVIDIA GPUs: out = a + b over any strides; stride-0 dims
 // carry broadcasting. Rounded once, exactly as torch's add in float.
 // Variants come from the elementwise engine: dense (16-byte vectors; a
-// broadcast scalar read once), rows (a row or column bias, slices), strided.
+// broadcast scalar read once), rows (a row or column bias, slices), flat
+// (a bias into a contiguous out; when told, see elementwise.cuh), strided.
 #include "vector_add_nvidia.h"
 
 #include <type_traits>
