@@ -1,0 +1,108 @@
+"""The NVIDIA backend's copy and vector_add plans, checked without a GPU.
+
+Creating their descriptors makes no CUDA call, so the variant each layout
+gets is testable wherever the library was built with CUDA (CI builds it so,
+on a machine with no GPU): these tests pin the planner's rules and its
+OPRT_TUNE_* switches. Whether each variant computes the right values is
+checked on a GPU (tests/test_cuda_backends.py, test_variant). reduce_sum and
+softmax plan from the device's properties, so their plans are checked
+there too.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+import torch
+
+from operator_runtime._internal.library import TensorView, library
+from operator_runtime._internal.tensors import DTYPE_CODES
+
+F32, F16, BF16 = (DTYPE_CODES[t] for t in (torch.float32, torch.float16, torch.bfloat16))
+PTR, VIEW_P = ctypes.c_void_p, ctypes.POINTER(TensorView)
+FLAT = {"ELEMENTWISE_FLAT": 1}
+ODD = {"COPY_ODD_KERNEL": 1}
+
+
+def _contiguous(shape):
+    strides, running = [], 1
+    for size in reversed(shape):
+        strides.insert(0, running)
+        running *= size
+    return strides
+
+
+def _view(shape, strides, dtype):
+    v = TensorView()
+    v.data, v.dtype, v.ndim = 4096, dtype, len(shape)  # a 16-byte aligned stand-in: create never reads data
+    for d, (size, stride) in enumerate(zip(shape, strides)):
+        v.shape[d], v.strides[d] = size, stride
+    return v
+
+
+def _planned_variant(op, shape, input_strides, out_dtype, in_dtype, out_strides=None):
+    lib = library()
+    create = getattr(lib, f"oprt_create_{op}_descriptor_nvidia", None)
+    if create is None:
+        pytest.skip("the library was built without the NVIDIA backend")
+    destroy = getattr(lib, f"oprt_destroy_{op}_descriptor_nvidia")
+    create.argtypes = [ctypes.POINTER(PTR), VIEW_P] + [VIEW_P] * len(input_strides)
+    create.restype = destroy.restype = ctypes.c_int
+    destroy.argtypes = [PTR]
+    out = _view(shape, out_strides or _contiguous(shape), out_dtype)
+    inputs = [_view(shape, strides, in_dtype) for strides in input_strides]
+    handle = PTR()
+    status = create(ctypes.byref(handle), ctypes.byref(out), *[ctypes.byref(v) for v in inputs])
+    assert status == 0, library().oprt_last_error().decode()
+    try:
+        return library().oprt_descriptor_variant(handle).decode()
+    finally:
+        assert destroy(handle) == 0
+
+
+# (name, op, shape, input strides, out dtype, input dtype, OPRT_TUNE_* values, variant)
+CASES = [
+    ("copy-memcpy", "copy", (1 << 20,), [(1,)], F32, F32, {}, "memcpy"),
+    ("copy-convert", "copy", (1 << 20,), [(1,)], F16, F32, {}, "dense"),
+    # bytes not whole 16-byte words: cudaMemcpyAsync unless told
+    ("copy-odd-bytes", "copy", (100003,), [(1,)], F32, F32, {}, "memcpy"),
+    ("copy-odd-bytes-told", "copy", (100003,), [(1,)], F32, F32, ODD, "dense"),
+    ("copy-odd-bytes-told-16bit", "copy", (100003,), [(1,)], BF16, BF16, ODD, "dense"),
+    ("copy-whole-words-told", "copy", (100000,), [(1,)], F32, F32, ODD, "memcpy"),
+    ("copy-sliced-rows", "copy", (300, 1000), [(1024, 1)], F32, F32, {}, "rows"),
+    ("copy-sliced-rows-flat", "copy", (300, 1000), [(1024, 1)], F32, F32, FLAT, "flat"),
+    ("copy-broadcast-row", "copy", (700, 513), [(0, 1)], F16, F16, {}, "rows"),
+    ("copy-broadcast-row-flat", "copy", (700, 513), [(0, 1)], F16, F16, FLAT, "flat"),
+    ("copy-broadcast-column-flat", "copy", (700, 5), [(1, 0)], F32, BF16, FLAT, "flat"),
+    ("copy-transpose-vec", "copy", (1024, 768), [(1, 1024)], BF16, BF16, {}, "transpose_vec"),
+    ("copy-transpose-vec-flat", "copy", (1024, 768), [(1, 1024)], BF16, BF16, FLAT, "transpose_vec"),
+    ("copy-transpose-odd", "copy", (1000, 777), [(1, 1000)], F32, F32, {}, "transpose_tiled"),
+    ("copy-every-other", "copy", (64, 50, 30), [(3000, 60, 2)], F32, F32, FLAT, "strided"),
+    ("add-dense", "vector_add", (1 << 20,), [(1,), (1,)], F32, F32, {}, "dense"),
+    ("add-scalar", "vector_add", (4096,), [(1,), (0,)], BF16, BF16, FLAT, "dense"),
+    ("add-bias", "vector_add", (512, 1000), [(1000, 1), (0, 1)], F32, F32, {}, "rows"),
+    ("add-bias-flat", "vector_add", (512, 1000), [(1000, 1), (0, 1)], F32, F32, FLAT, "flat"),
+    ("add-column-flat", "vector_add", (300, 1001), [(1001, 1), (1, 0)], BF16, BF16, FLAT, "flat"),
+    ("add-short-rows", "vector_add", (4099, 3), [(3, 1), (0, 1)], F32, F32, {}, "strided"),
+    ("add-short-rows-flat", "vector_add", (4099, 3), [(3, 1), (0, 1)], F32, F32, FLAT, "flat"),
+    ("add-3d-flat", "vector_add", (6, 70, 33), [(2310, 33, 1), (0, 1, 0)], F16, F16, FLAT, "flat"),
+    ("add-transposed-flat", "vector_add", (300, 1000), [(1, 300), (1000, 1)], F32, F32, FLAT, "strided"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_planned_variant(case, monkeypatch):
+    name, op, shape, input_strides, out_dtype, in_dtype, tune, expected = case
+    for key in ("ELEMENTWISE_FLAT", "COPY_ODD_KERNEL"):
+        monkeypatch.delenv("OPRT_TUNE_" + key, raising=False)
+    for key, value in tune.items():
+        monkeypatch.setenv("OPRT_TUNE_" + key, str(value))  # read by the descriptor's create
+    assert _planned_variant(op, shape, input_strides, out_dtype, in_dtype) == expected, name
+
+
+def test_flat_needs_a_contiguous_out(monkeypatch):
+    """out's rows 24 elements apart: `rows`, told or not."""
+    monkeypatch.setenv("OPRT_TUNE_ELEMENTWISE_FLAT", "1")
+    variant = _planned_variant("vector_add", (300, 1000), [(1000, 1), (0, 1)], F32, F32, out_strides=(1024, 1))
+    assert variant == "rows"
