@@ -342,7 +342,8 @@ bool flat_layout(const StridedLayout<N>& l) {
 }
 
 // OPRT_TUNE_ELEMENTWISE_FLAT=1 plans `flat` wherever it applies (not yet
-// planned otherwise: written without a GPU, to be measured against `rows`
+// planned otherwise: written without a GPU and checked only in the CPU
+// emulation, tests/test_nvidia_emulated.py; to be measured against `rows`
 // and `strided` first).
 template <int N>
 ElementwiseKind choose_elementwise_kind(const StridedLayout<N>& l) {
