@@ -64,6 +64,36 @@ struct ElementwiseArgs {
   bool scalar[K];  // a broadcast scalar (stride 0 everywhere): read once
 };
 
+// The grid's share of `numel` elements split as dense_kernel and flat_kernel
+// take them: the scalars (the `head` elements before the first vector, then
+// the tail after `vectors` whole vectors of VEC) by scalar(i), spread over
+// the grid; then each thread's vectors, U at a time, all loaded by
+// load(v, in_range, x[u]) (vector v starts at element head + v * VEC;
+// nothing to load unless in_range) before any is stored by store(v, x[u]).
+template <int VEC, int U, class Loaded, class Scalar, class Load, class Store>
+__device__ __forceinline__ void for_each_dense_element(int64_t numel, int64_t head, int64_t vectors,
+                                                       Scalar&& scalar, Load&& load, Store&& store) {
+  const int64_t body_end = head + vectors * VEC;
+  const int64_t scalars = head + (numel - body_end);
+  for (int64_t j = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; j < scalars; j += int64_t{gridDim.x} * blockDim.x)
+    scalar(j < head ? j : body_end + (j - head));
+  const int64_t step = int64_t{gridDim.x} * blockDim.x * U;
+  for (int64_t base = int64_t{blockIdx.x} * blockDim.x * U + threadIdx.x; base < vectors; base += step) {
+    Loaded x[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t v = base + int64_t{u} * blockDim.x;
+      load(v, v < vectors, x[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t v = base + int64_t{u} * blockDim.x;
+      if (v >= vectors) break;
+      store(v, x[u]);
+    }
+  }
+}
+
 // ---- dense ------------------------------------------------------------------
 // Elements [0, head) and [head + vectors * VEC, numel) go scalar; the rest as
 // whole vectors, all operands 16-byte aligned there.
@@ -79,35 +109,23 @@ dense_kernel(ElementwiseArgs<Out, In, K> args, Op op, int64_t numel, int64_t hea
   In scalar_value[K];
 #pragma unroll
   for (int k = 0; k < K; ++k) scalar_value[k] = args.scalar[k] ? args.in[k][0] : In{};
-  auto element = [&](int64_t i) {
-    In x[K];
+  // (Every element scalar when the operands cannot be aligned together.)
+  for_each_dense_element<VEC, U, Vec<In, VEC>[K]>(
+      numel, head, vectors,
+      [&](int64_t i) {
+        In x[K];
 #pragma unroll
-    for (int k = 0; k < K; ++k) x[k] = args.scalar[k] ? scalar_value[k] : args.in[k][i];
-    args.out[i] = apply_op(op, x);
-  };
-  // Scalar elements: the head, then the tail after the vectors (all of them
-  // when the operands cannot be aligned together), spread over the grid.
-  const int64_t body_end = head + vectors * VEC;
-  const int64_t scalars = head + (numel - body_end);
-  for (int64_t j = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; j < scalars; j += int64_t{gridDim.x} * blockDim.x)
-    element(j < head ? j : body_end + (j - head));
-  const int64_t step = int64_t{gridDim.x} * blockDim.x * U;
-  for (int64_t base = int64_t{blockIdx.x} * blockDim.x * U + threadIdx.x; base < vectors; base += step) {
-    Vec<In, VEC> x[U][K];
+        for (int k = 0; k < K; ++k) x[k] = args.scalar[k] ? scalar_value[k] : args.in[k][i];
+        args.out[i] = apply_op(op, x);
+      },
+      [&](int64_t v, bool in_range, Vec<In, VEC>(&x)[K]) {
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t v = base + int64_t{u} * blockDim.x;
-#pragma unroll
-      for (int k = 0; k < K; ++k)
-        if (v < vectors && !args.scalar[k]) x[u][k] = load_vec<In, VEC>(args.in[k] + head + v * VEC);
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t v = base + int64_t{u} * blockDim.x;
-      if (v >= vectors) break;
-      store_vec<Out, VEC>(args.out + head + v * VEC, apply_vector<Out, VEC>(op, x[u], args.scalar, scalar_value));
-    }
-  }
+        for (int k = 0; k < K; ++k)
+          if (in_range && !args.scalar[k]) x[k] = load_vec<In, VEC>(args.in[k] + head + v * VEC);
+      },
+      [&](int64_t v, const Vec<In, VEC>(&x)[K]) {
+        store_vec<Out, VEC>(args.out + head + v * VEC, apply_vector<Out, VEC>(op, x, args.scalar, scalar_value));
+      });
 }
 
 // ---- rows -------------------------------------------------------------------
@@ -254,42 +272,30 @@ flat_kernel(FlatArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> calc, int
   constexpr int U = kDenseUnroll;
   const bool no_broadcast[K] = {};
   const In no_value[K] = {};
-  auto element = [&](int64_t i) {
-    int64_t offsets[K + 1];
-    calc.get(static_cast<Index>(i), offsets);
-    In x[K];
+  for_each_dense_element<VEC, U, Vec<In, VEC>[K]>(
+      numel, head, vectors,
+      [&](int64_t i) {
+        int64_t offsets[K + 1];
+        calc.get(static_cast<Index>(i), offsets);
+        In x[K];
 #pragma unroll
-    for (int k = 0; k < K; ++k) x[k] = args.in[k][offsets[k]];  // (a flat input's offset is i)
-    args.out[i] = apply_op(op, x);
-  };
-  // Scalar elements as in dense_kernel: the head, then the tail.
-  const int64_t body_end = head + vectors * VEC;
-  const int64_t scalars = head + (numel - body_end);
-  for (int64_t j = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; j < scalars; j += int64_t{gridDim.x} * blockDim.x)
-    element(j < head ? j : body_end + (j - head));
-  const int64_t step = int64_t{gridDim.x} * blockDim.x * U;
-  for (int64_t base = int64_t{blockIdx.x} * blockDim.x * U + threadIdx.x; base < vectors; base += step) {
-    Vec<In, VEC> x[U][K];
+        for (int k = 0; k < K; ++k) x[k] = args.in[k][offsets[k]];  // (a flat input's offset is i)
+        args.out[i] = apply_op(op, x);
+      },
+      [&](int64_t v, bool in_range, Vec<In, VEC>(&x)[K]) {
+        if (!in_range) return;
+        const int64_t i = head + v * VEC;
+        int64_t offsets[K + 1];
+        calc.get(static_cast<Index>(i), offsets);
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t v = base + int64_t{u} * blockDim.x;
-      if (v >= vectors) continue;
-      const int64_t i = head + v * VEC;
-      int64_t offsets[K + 1];
-      calc.get(static_cast<Index>(i), offsets);
-#pragma unroll
-      for (int k = 0; k < K; ++k)
-        x[u][k] = args.gathered[k] ? gather_vector<In, VEC, K, Index>(args.in[k], args.inner_stride[k],
-                                                                      args.inner_size, calc, k, i, offsets)
-                                   : load_vec<In, VEC>(args.in[k] + i);
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t v = base + int64_t{u} * blockDim.x;
-      if (v >= vectors) break;
-      store_vec<Out, VEC>(args.out + head + v * VEC, apply_vector<Out, VEC>(op, x[u], no_broadcast, no_value));
-    }
-  }
+        for (int k = 0; k < K; ++k)
+          x[k] = args.gathered[k] ? gather_vector<In, VEC, K, Index>(args.in[k], args.inner_stride[k],
+                                                                     args.inner_size, calc, k, i, offsets)
+                                  : load_vec<In, VEC>(args.in[k] + i);
+      },
+      [&](int64_t v, const Vec<In, VEC>(&x)[K]) {
+        store_vec<Out, VEC>(args.out + head + v * VEC, apply_vector<Out, VEC>(op, x, no_broadcast, no_value));
+      });
 }
 
 // ---- strided ----------------------------------------------------------------
