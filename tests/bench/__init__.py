@@ -40,17 +40,19 @@ def make_input(shape, dtype, device, layout="contiguous") -> torch.Tensor:
     raise ValueError(f"unknown benchmark layout '{layout}'")
 
 
-def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
-    """||out - ref|| / ||ref|| in float64; inf if out holds NaN/inf where ref is finite."""
+def rel_error(out: torch.Tensor, ref: torch.Tensor, scale: torch.Tensor | None = None) -> float:
+    """||out - ref|| / ||scale|| in float64 (scale: ref unless given, of ref's
+    shape); inf if out holds NaN/inf where ref is finite."""
     out64 = out.to(torch.float64)
+    scale = ref if scale is None else scale
     finite = torch.isfinite(ref)
     if not torch.equal(torch.isfinite(out64), finite):
         return float("inf")
     if not finite.all():  # compare where the reference is finite (masking copies, so only then)
-        out64, ref = out64[finite], ref[finite]
+        out64, ref, scale = out64[finite], ref[finite], scale[finite]
     diff = (out64 - ref).norm().item()
-    scale = ref.norm().item()
-    return diff / scale if scale > 0 else diff
+    norm = scale.norm().item()
+    return diff / norm if norm > 0 else diff
 
 
 class OpBench:
@@ -88,6 +90,11 @@ class OpBench:
     def reference(self, inputs, case) -> torch.Tensor:
         return self.torch_functional(case)(*[t.to(torch.float64) for t in inputs])
 
+    def error_scale(self, inputs, case, ref: torch.Tensor) -> torch.Tensor:
+        """What errors are measured against (float64, ref's shape): the
+        reference itself, a relative error; reduce_sum overrides it."""
+        return ref
+
     def probe(self, backend, device) -> str | None:
         """None if ours runs this op on `backend`, else why not."""
         case = self.tiny_case()
@@ -124,9 +131,10 @@ def run_case(bench: OpBench, case: BenchCase, backend: str, device, ceiling_gbps
     torch_out = bench.make_out(case, inputs)
     bench.torch_out(torch_out, inputs, case)
     ref = bench.reference(inputs, case)
-    result.rel_error = max(rel_error(out, ref), rel_error(call_out, ref))
-    result.torch_rel_error = rel_error(torch_out, ref)
-    del ref, call_out
+    scale = bench.error_scale(inputs, case, ref)
+    result.rel_error = max(rel_error(out, ref, scale), rel_error(call_out, ref, scale))
+    result.torch_rel_error = rel_error(torch_out, ref, scale)
+    del ref, call_out, scale
     limit = max(TOLERANCES[case.dtype], 2 * result.torch_rel_error)
     if not result.rel_error <= limit:  # also catches NaN
         result.status = "wrong"

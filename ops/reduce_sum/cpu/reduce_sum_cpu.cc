@@ -102,11 +102,20 @@ void run(const ReduceSumCpu& d, T* out, const T* src, acc_t<T>* partials) {
       const T* q = reinterpret_cast<const T*>(p[0]);
       if (d.kind == Kind::kColumns && stride == 0) {  // one row repeated n times (broadcast): one rounding
         for (int64_t j = 0; j < count; ++j) acc[j] += to_float(q[j]) * static_cast<A>(n);
-      } else if (d.kind == Kind::kColumns && count == kColumns) {
-        for (int64_t i = 0; i < n; ++i, q += stride) add_row64(q, acc);
       } else if (d.kind == Kind::kColumns) {
-        for (int64_t i = 0; i < n; ++i, q += stride)
-          for (int64_t j = 0; j < count; ++j) acc[j] += to_float(q[j]);
+        // Rows added kLaneRounds at a time into `part`, then into acc: each
+        // column's serial chain stays short (a chunk is up to 1024 rows).
+        for (int64_t i = 0; i < n;) {
+          const int64_t end = std::min(n, i + kLaneRounds);
+          alignas(32) A part[kColumns] = {};
+          if (count == kColumns) {
+            for (; i < end; ++i, q += stride) add_row64(q, part);
+          } else {
+            for (; i < end; ++i, q += stride)
+              for (int64_t j = 0; j < count; ++j) part[j] += to_float(q[j]);
+          }
+          for (int64_t j = 0; j < count; ++j) acc[j] += part[j];
+        }
       } else {
         runs.add(sum_strided(q, stride, n));
       }
