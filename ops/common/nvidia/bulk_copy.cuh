@@ -40,12 +40,26 @@ __device__ __forceinline__ void wait_landed(uint64_t* landed, uint32_t parity) {
 }
 
 // One thread's asynchronous 16-byte copy (sm_80) from global into shared
-// memory, not kept in L1; copies are grouped by commit_async_copies() and
-// waited for by group, oldest first.
+// memory, no register held, not kept in L1 (both addresses 16-byte
+// aligned). Copies are grouped by commit_async_copies() and waited for by
+// group, oldest first, or all at once by wait_all_async_copies().
 __device__ __forceinline__ void copy16_to_shared_async(void* shared, const void* global) {
 #if __CUDA_ARCH__ >= 800
   const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(shared));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(global) : "memory");
+#endif
+}
+// The same, reading only the first `bytes` (<= 16) and zero-filling the rest.
+__device__ __forceinline__ void copy16_to_shared_async(void* shared, const void* global, int bytes) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to), "l"(global), "r"(bytes) : "memory");
+#endif
+}
+// Waits for every copy this thread issued, committed to a group or not.
+__device__ __forceinline__ void wait_all_async_copies() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
 __device__ __forceinline__ void commit_async_copies() {

@@ -105,16 +105,6 @@ __device__ __forceinline__ void store_raw_evict_first(T* p, const Raw16& r, uint
                : "memory");
 }
 
-// A 16-byte copy from global to shared memory without a register
-// (cp.async, cached in L2 only): the first `bytes` (<= 16) are read, the rest
-// of the 16 zero-filled. Both addresses 16-byte aligned. Complete (and
-// visible to the issuing thread) after cp_async_wait_all().
-__device__ __forceinline__ void cp_async16(Raw16* shared, const void* global, int bytes) {
-  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to), "l"(global), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-
 // Vec <-> 16-byte words (N * sizeof(T) is 16 or 32).
 template <class T, int N>
 constexpr int kVecWords = sizeof(Vec<T, N>) / sizeof(Raw16);

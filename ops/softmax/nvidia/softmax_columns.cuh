@@ -3,6 +3,7 @@
 #ifndef OPRT_SOFTMAX_NVIDIA_COLUMNS_CUH_
 #define OPRT_SOFTMAX_NVIDIA_COLUMNS_CUH_
 
+#include "../../common/nvidia/bulk_copy.cuh"
 #include "../../common/nvidia/column_task.cuh"
 #include "../../common/nvidia/offset_calc.cuh"
 #include "softmax_math.cuh"
@@ -217,9 +218,10 @@ softmax_columns_cluster_kernel(T* out, const T* src, OffsetCalc<2, Index> planes
 
   if (valid > 0) {
     const T* in = src + offsets[1] + row0 * a.src_stride + col0;
-    for (int r = ty; r < rows; r += TY) cp_async16(&cache[r * TX + tx], in + r * a.src_stride, valid * sizeof(T));
+    for (int r = ty; r < rows; r += TY)
+      copy16_to_shared_async(&cache[r * TX + tx], in + r * a.src_stride, valid * sizeof(T));
   }
-  cp_async_wait_all();  // a thread reads back only its own copies: no barrier
+  wait_all_async_copies();  // a thread reads back only its own copies: no barrier
   const int own_rows = valid > 0 ? rows : 0;  // (threads past the last column copied nothing)
 
   // (max, sum) of this thread's rows, column by column: the max first, then
