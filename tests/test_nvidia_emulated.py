@@ -27,7 +27,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 COMMON = ROOT / "ops" / "common"
 EMULATION = Path(__file__).resolve().parent / "emulation"
-ENGINE = ("elementwise.cuh", "offset_calc.cuh")  # the real sources under test
+ENGINE = ("elementwise.cuh", "offset_calc.cuh", "vectors.cuh")  # the real sources under test
 
 
 def rewrite_launches(source: str) -> str:

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "../tensor.h"
+#include "vectors.cuh"
 
 namespace oprt::nvidia {
 
@@ -48,25 +49,7 @@ inline void require_nvidia_dtype(const TensorDesc& t, const char* name) {
          dtype_name(t.dtype));
 }
 
-// Elements of T per 16-byte vector: 4 float32, 8 16-bit.
-template <class T>
-constexpr int kVec16 = 16 / sizeof(T);
-
-// N elements held as whole 16-byte words (N * sizeof(T) is 16 or 32).
-template <class T, int N>
-struct alignas(16) Vec {
-  T v[N];
-};
-
-// 16 bytes held as four 32-bit registers. A 16-bit vector loaded into
-// Vec<T, N> gets split into one register per element right at the load,
-// which makes the thread wait for that load before issuing the next one;
-// loading into Raw16 and converting later keeps all of a thread's loads in
-// flight (measured on the H200: worth 0-3% in the 16-bit softmax; the split
-// stores below were the big cost).
-struct alignas(16) Raw16 {
-  uint32_t w[4];
-};
+// 16-byte loads and stores of Raw16 / Vec (both in vectors.cuh).
 template <class T>
 __device__ __forceinline__ Raw16 load_raw(const T* p) {  // p 16-byte aligned
   return *reinterpret_cast<const Raw16*>(p);
@@ -105,9 +88,7 @@ __device__ __forceinline__ void store_raw_evict_first(T* p, const Raw16& r, uint
                : "memory");
 }
 
-// Vec <-> 16-byte words (N * sizeof(T) is 16 or 32).
-template <class T, int N>
-constexpr int kVecWords = sizeof(Vec<T, N>) / sizeof(Raw16);
+// Vec <-> 16-byte words (kVecWords in vectors.cuh).
 template <class T, int N>
 __device__ __forceinline__ Vec<T, N> load_vec(const T* p) {  // p 16-byte aligned
   static_assert(kVecWords<T, N> * sizeof(Raw16) == sizeof(Vec<T, N>), "a Vec is whole 16-byte words");
@@ -214,33 +195,6 @@ __device__ __forceinline__ void raw_to_floats_widened(const Raw16& r, float (&x)
   }
 }
 
-__host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-// Powers of two around x (x >= 1): the smallest at least x, the largest at most x.
-constexpr int64_t ceil_pow2(int64_t x) {
-  int64_t p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
-constexpr int64_t floor_pow2(int64_t x) {
-  int64_t p = 1;
-  while (p * 2 <= x) p *= 2;
-  return p;
-}
-
-// Bytes past the last 16-byte boundary (0: p may take a 16-byte access).
-__host__ __device__ __forceinline__ uintptr_t misalignment16(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) & 15;
-}
-template <class T>
-__host__ __device__ __forceinline__ bool aligned16(const T* p) {
-  return misalignment16(p) == 0;
-}
-
-// Elements from p to the next 16-byte boundary (p is element-aligned).
-template <class T>
-__host__ __device__ __forceinline__ int64_t elements_to_alignment(const T* p) {
-  return ((16 - misalignment16(p)) & 15) / sizeof(T);
-}
 
 }  // namespace oprt::nvidia
 

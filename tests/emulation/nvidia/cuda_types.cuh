@@ -1,6 +1,7 @@
-// CPU stand-in for ops/common/nvidia/cuda_types.cuh: the vector types and
-// 16-byte accesses the elementwise kernels use, with every 16-byte access
-// checked for alignment (a misaligned one would fault on the GPU).
+// CPU stand-in for ops/common/nvidia/cuda_types.cuh: the real vectors.cuh
+// (Vec, Raw16, the alignment helpers) and the 16-byte accesses the
+// elementwise kernels make, each checked for alignment (a misaligned one
+// would fault on the GPU).
 #ifndef OPRT_EMULATION_CUDA_TYPES_CUH_
 #define OPRT_EMULATION_CUDA_TYPES_CUH_
 
@@ -8,35 +9,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <type_traits>
 
 #include "../tensor.h"
 #include "cuda_runtime_shim.h"
+#include "vectors.cuh"
 
 namespace oprt::nvidia {
-
-template <class T>
-constexpr int kVec16 = 16 / sizeof(T);
-
-template <class T, int N>
-struct alignas(16) Vec {
-  T v[N];
-};
-
-struct alignas(16) Raw16 {
-  uint32_t w[4];
-};
-
-inline uintptr_t misalignment16(const void* p) { return reinterpret_cast<uintptr_t>(p) & 15; }
-template <class T>
-bool aligned16(const T* p) {
-  return misalignment16(p) == 0;
-}
-template <class T>
-int64_t elements_to_alignment(const T* p) {
-  return ((16 - misalignment16(p)) & 15) / sizeof(T);
-}
-constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 inline void require_aligned16(const void* p, const char* what) {
   if (misalignment16(p) != 0) {
@@ -56,9 +34,6 @@ void store_raw(T* p, const Raw16& r) {
   require_aligned16(p, "16-byte store");
   std::memcpy(p, &r, sizeof r);
 }
-
-template <class T, int N>
-constexpr int kVecWords = sizeof(Vec<T, N>) / sizeof(Raw16);
 template <class T, int N>
 Vec<T, N> load_vec(const T* p) {
   Raw16 w[kVecWords<T, N>];
