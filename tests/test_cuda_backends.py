@@ -114,6 +114,8 @@ _SHARED_40K = {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16":
 
 # The elementwise flat kernel, when told (ops/common/nvidia/elementwise.cuh).
 _FLAT = {"tune": {"ELEMENTWISE_FLAT": 1}, "nvidia_variant": "flat"}
+# Same-dtype copies whose bytes are not whole 16-byte words through the dense kernel, when told.
+_ODD_COPY = {"tune": {"COPY_ODD_KERNEL": 1}, "nvidia_variant": "dense"}
 
 # (name, op, input shapes, input layout, params, out dtype for copy or None)
 VARIANT_CASES = [
@@ -149,10 +151,8 @@ VARIANT_CASES = [
     ("copy-flat-row", "copy", [(1, 513)], "expand-rows", _FLAT, None),
     ("copy-flat-column-convert", "copy", [(700, 5)], "expand-columns", _FLAT, torch.float32),
     # odd byte counts through the dense kernel instead of cudaMemcpyAsync (told, not planned yet)
-    ("copy-odd-kernel", "copy", [(100003,)], "contiguous", {"tune": {"COPY_ODD_KERNEL": 1}, "nvidia_variant": "dense"},
-     None),
-    ("copy-odd-kernel-unaligned", "copy", [(100003,)], "offset",
-     {"tune": {"COPY_ODD_KERNEL": 1}, "nvidia_variant": "dense"}, None),
+    ("copy-odd-kernel", "copy", [(100003,)], "contiguous", _ODD_COPY, None),
+    ("copy-odd-kernel-unaligned", "copy", [(100003,)], "offset", _ODD_COPY, None),
     # one contiguous run per output (nvidia: rows_dense), split over blocks; several runs per output: rows
     ("sum-rows", "reduce_sum", [(512, 4096)], "contiguous", {"dim": -1, "nvidia_variant": "rows_dense"}, None),
     ("sum-rows-split", "reduce_sum", [(2, 1 << 20)], "contiguous",

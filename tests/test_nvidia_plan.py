@@ -11,54 +11,30 @@ there too.
 
 from __future__ import annotations
 
-import ctypes
-
 import pytest
 import torch
 
-from operator_runtime._internal.library import TensorView, library
+from operator_runtime._internal.library import library
 from operator_runtime._internal.tensors import DTYPE_CODES
+from test_c_abi import Functions, create, view
 
 F32, F16, BF16 = (DTYPE_CODES[t] for t in (torch.float32, torch.float16, torch.bfloat16))
-PTR, VIEW_P = ctypes.c_void_p, ctypes.POINTER(TensorView)
 FLAT = {"ELEMENTWISE_FLAT": 1}
 ODD = {"COPY_ODD_KERNEL": 1}
 
 
-def _contiguous(shape):
-    strides, running = [], 1
-    for size in reversed(shape):
-        strides.insert(0, running)
-        running *= size
-    return strides
-
-
-def _view(shape, strides, dtype):
-    v = TensorView()
-    v.data, v.dtype, v.ndim = 4096, dtype, len(shape)  # a 16-byte aligned stand-in: create never reads data
-    for d, (size, stride) in enumerate(zip(shape, strides)):
-        v.shape[d], v.strides[d] = size, stride
-    return v
-
-
 def _planned_variant(op, shape, input_strides, out_dtype, in_dtype, out_strides=None):
-    lib = library()
-    create = getattr(lib, f"oprt_create_{op}_descriptor_nvidia", None)
-    if create is None:
+    try:
+        fns = Functions(op, "nvidia")
+    except AttributeError:
         pytest.skip("the library was built without the NVIDIA backend")
-    destroy = getattr(lib, f"oprt_destroy_{op}_descriptor_nvidia")
-    create.argtypes = [ctypes.POINTER(PTR), VIEW_P] + [VIEW_P] * len(input_strides)
-    create.restype = destroy.restype = ctypes.c_int
-    destroy.argtypes = [PTR]
-    out = _view(shape, out_strides or _contiguous(shape), out_dtype)
-    inputs = [_view(shape, strides, in_dtype) for strides in input_strides]
-    handle = PTR()
-    status = create(ctypes.byref(handle), ctypes.byref(out), *[ctypes.byref(v) for v in inputs])
+    out = view(shape, out_strides, out_dtype)  # (no data: create never reads it)
+    status, handle = create(fns, out, [view(shape, strides, in_dtype) for strides in input_strides], [])
     assert status == 0, library().oprt_last_error().decode()
     try:
         return library().oprt_descriptor_variant(handle).decode()
     finally:
-        assert destroy(handle) == 0
+        assert fns.destroy(handle) == 0
 
 
 # (name, op, shape, input strides, out dtype, input dtype, OPRT_TUNE_* values, variant)
