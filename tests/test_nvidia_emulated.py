@@ -1,33 +1,45 @@
-"""The NVIDIA elementwise engine (copy, vector_add) run on the CPU.
+"""The NVIDIA backend's kernels run on the CPU, on an emulated GPU.
 
-ops/common/nvidia/elementwise.cuh holds the engine's planning, its launch
-code and its four kernels (dense, rows, flat, strided). None of them uses a
-barrier, a shuffle or shared memory, so running every thread of a grid in
-turn computes what the GPU computes. This test copies the engine's headers
-next to the CPU shims in tests/emulation/nvidia/, rewrites each
-`kernel<<<grid, block, shared, stream>>>(args)` into
-`emulate_launch(kernel, grid, block, shared, stream, args)`, builds
-tests/emulation/elementwise_harness.cc with g++ under AddressSanitizer and
-UndefinedBehaviorSanitizer, and runs it: every layout's result against
-offsets_at(), every 16-byte access checked for alignment, every access
-checked for bounds. It checks the kernels' index logic wherever a C++
-compiler is at hand; a GPU still checks the real thing
-(tests/test_cuda_backends.py).
+tests/emulation/include/ holds stand-ins for <cuda_runtime.h>,
+<cuda_fp16.h>, <cuda_bf16.h> and <cooperative_groups.h> over
+emulated_gpu.h: a GPU of a few SMs whose launches run every thread of a
+block (of a cluster, of a cooperative grid) as a fiber, switched at
+barriers and warp shuffles, so kernels that cooperate through shared
+memory run as written. This test copies ops/ to a scratch folder, rewrites
+each `kernel<<<grid, block, shared, stream>>>(args)` into
+`emulate_launch(kernel, grid, block, shared, stream, args)` and each
+`__shared__` declaration into the emulator's per-block storage, puts the
+stand-in of global_memory.cuh (alignment-checked 16-byte accesses) in
+place of the PTX one, and builds each harness in tests/emulation/ with the
+real sources under AddressSanitizer and UndefinedBehaviorSanitizer:
+
+- elementwise_harness.cc: the elementwise engine (copy, vector_add) on
+  every layout it plans for, against offsets_at();
+- reduce_sum_harness.cc: reduce_sum's plan, launches and kernels through
+  its C entry points, every variant, three dtypes, against a float64 sum,
+  bitwise the same under three thread schedules.
+
+It checks the kernels' index logic, their use of barriers and shared
+memory and the plans wherever a C++ compiler is at hand; a GPU still checks
+the real thing (tests/test_cuda_backends.py).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMON = ROOT / "ops" / "common"
 EMULATION = Path(__file__).resolve().parent / "emulation"
-ENGINE = ("elementwise.cuh", "offset_calc.cuh", "vectors.cuh")  # the real sources under test
+COMMON_SOURCES = ("common/runtime.cc", "common/tensor.cc", "common/layout.cc", "common/nvidia/nvidia_runtime.cu")
+FLAGS = ("-std=c++17", "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+         "-Wno-unknown-pragmas")
 
 
 def rewrite_launches(source: str) -> str:
@@ -55,32 +67,99 @@ def rewrite_launches(source: str) -> str:
     return "".join(out)
 
 
+_SHARED = re.compile(r"(extern\s+)?__shared__\s+(?:alignas\(\w+\)\s+)?([\w:]+(?:<[^;]*?>)?)\s+([^;]+);")
+
+
+def rewrite_shared(source: str) -> str:
+    """`__shared__ T a[N], b;` -> OPRT_EMULATED_SHARED(T, a, [N]); OPRT_EMULATED_SHARED(T, b, );
+    `extern __shared__ T c[];` -> OPRT_EMULATED_DYNAMIC_SHARED(T, c);"""
+    def declarations(match):
+        extern, type_, declarators = match.groups()
+        out = []
+        for declarator in declarators.split(","):
+            parts = re.fullmatch(r"\s*(\w+)\s*((?:\[[^\]]*\])*)\s*", declarator)
+            assert parts, f"cannot rewrite the __shared__ declaration {match.group(0)!r}"
+            name, dims = parts.groups()
+            if extern:
+                assert dims == "[]", match.group(0)
+                out.append(f"OPRT_EMULATED_DYNAMIC_SHARED({type_}, {name});")
+            else:
+                out.append(f"OPRT_EMULATED_SHARED({type_}, {name}, {dims});")
+        return " ".join(out)
+    return _SHARED.sub(declarations, source)
+
+
 def test_rewrite_launches():
     src = "x;\n  k<A, B<C>, 2><<<grid, 128, 0, stream>>>(a, b);\n  f<<<g, t, 0, s>>>(c);"
     assert rewrite_launches(src) == ("x;\n  emulate_launch(k<A, B<C>, 2>, grid, 128, 0, stream, a, b);\n"
                                      "  emulate_launch(f, g, t, 0, s, c);")
 
 
-def test_elementwise_engine_emulated(tmp_path):
-    compiler = shutil.which("g++")
-    if compiler is None:
+def test_rewrite_shared():
+    src = ("  __shared__ float slots[kMaxWarps];\n  __shared__ float cluster_max, cluster_sum;\n"
+           "  extern __shared__ Raw16 cache[];\n  __shared__ Out tile[kTile][kTile + 1];  // [c][r]")
+    assert rewrite_shared(src) == (
+        "  OPRT_EMULATED_SHARED(float, slots, [kMaxWarps]);\n"
+        "  OPRT_EMULATED_SHARED(float, cluster_max, ); OPRT_EMULATED_SHARED(float, cluster_sum, );\n"
+        "  OPRT_EMULATED_DYNAMIC_SHARED(Raw16, cache);\n"
+        "  OPRT_EMULATED_SHARED(Out, tile, [kTile][kTile + 1]);  // [c][r]")
+
+
+@pytest.fixture(scope="module")
+def emulated_ops(tmp_path_factory):
+    """ops/ with its NVIDIA sources rewritten for the emulated GPU."""
+    if shutil.which("g++") is None:
         pytest.skip("no g++ to build the emulation")
-    shutil.copytree(COMMON, tmp_path / "common", ignore=shutil.ignore_patterns("nvidia", "cpu", "*.cc"))
-    nvidia = tmp_path / "common" / "nvidia"
-    shutil.copytree(EMULATION / "nvidia", nvidia)
-    for name in ENGINE:
-        source = (COMMON / "nvidia" / name).read_text()
-        (nvidia / name).write_text(rewrite_launches(source))
-    assert "<<<" not in (nvidia / "elementwise.cuh").read_text()
-    harness = tmp_path / "common" / "elementwise_harness.cc"
-    shutil.copy(EMULATION / "elementwise_harness.cc", harness)
-    binary = tmp_path / "harness"
-    build = subprocess.run([compiler, "-std=c++17", "-O1", "-g", "-fsanitize=address,undefined",
-                            "-fno-sanitize-recover=all", "-Wno-unknown-pragmas", f"-I{ROOT / 'include'}",
-                            str(harness), "-o", str(binary)], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr[-4000:]
-    result = subprocess.run([str(binary)], capture_output=True, text=True, timeout=600)
+    ops = tmp_path_factory.mktemp("emulated") / "ops"
+    shutil.copytree(ROOT / "ops", ops)
+    for path in ops.rglob("*"):
+        if path.suffix in (".cu", ".cuh") and "nvidia" in path.parts:
+            path.write_text(rewrite_shared(rewrite_launches(path.read_text())))
+            code = re.sub(r"//[^\n]*", "", path.read_text())
+            assert "<<<" not in code and "__shared__" not in code, path
+    for stand_in in (EMULATION / "nvidia").iterdir():
+        shutil.copy(stand_in, ops / "common" / "nvidia" / stand_in.name)
+    return ops
+
+
+def build_and_run(ops: Path, harness: str, sources) -> str:
+    """Builds tests/emulation/<harness> with ops/<sources> (objects in
+    parallel), runs it and returns its output, which must end in "ok"."""
+    out = ops.parent / Path(harness).stem
+    out.mkdir()
+    includes = [f"-I{EMULATION / 'include'}", f"-I{ROOT / 'include'}", f"-I{ops}", f"-I{ops / 'common'}"]
+    units = [EMULATION / harness] + [ops / s for s in (*COMMON_SOURCES, *sources)]
+
+    def compile_unit(unit: Path):
+        obj = out / (unit.name + ".o")
+        language = ["-x", "c++"] if unit.suffix == ".cu" else []
+        result = subprocess.run(["g++", *FLAGS, *includes, "-c", *language, str(unit), "-o", str(obj)],
+                                capture_output=True, text=True)
+        assert result.returncode == 0, f"{unit.name}:\n{result.stderr[-4000:]}"
+        return obj
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        objects = list(pool.map(compile_unit, sorted(units, key=lambda u: -u.stat().st_size)))
+    binary = out / "harness"
+    link = subprocess.run(["g++", *FLAGS, *map(str, objects), "-o", str(binary)], capture_output=True, text=True)
+    assert link.returncode == 0, link.stderr[-4000:]
+    result = subprocess.run([str(binary)], capture_output=True, text=True, timeout=900)
     assert result.returncode == 0 and result.stdout.rstrip().endswith("ok"), \
-        (result.stdout[-3000:] + result.stderr[-3000:])
-    kinds = {line.split()[1] for line in result.stdout.splitlines()[:-1]}
+        (result.stdout[-3000:] + result.stderr[-6000:])
+    return result.stdout
+
+
+def test_elementwise_engine_emulated(emulated_ops):
+    output = build_and_run(emulated_ops, "elementwise_harness.cc", ())
+    kinds = {line.split()[1] for line in output.splitlines()[:-1]}
     assert kinds == {"dense", "rows", "flat", "strided"}, kinds  # every kernel ran
+
+
+def test_reduce_sum_emulated(emulated_ops):
+    output = build_and_run(emulated_ops, "reduce_sum_harness.cc",
+                           ("reduce_sum/reduce_sum_plan.cc", "reduce_sum/nvidia/reduce_sum_nvidia.cu"))
+    variants = {re.sub(r"cluster\d+$", "cluster", line.split()[2]) for line in output.splitlines()[:-1]}
+    assert variants == {
+        "empty", "zeros", "rows", "rows_split", "rows_dense", "rows_dense_split", "rows_short", "strided",
+        "strided_split", "columns", "columns_split", "columns_cluster", "columns_shifted", "columns_shifted_split",
+        "columns_shifted_cluster"}, variants  # every variant ran

@@ -1,7 +1,7 @@
 // Runs the NVIDIA backend's elementwise engine (ops/common/nvidia/
 // elementwise.cuh: its planning, its launch code and its kernels) on the
-// CPU, through the shims in nvidia/ (tests/test_nvidia_emulated.py builds
-// this with the engine's launches rewritten to emulate_launch). Each case
+// emulated GPU (include/emulated_gpu.h; tests/test_nvidia_emulated.py
+// builds this with the engine's launches rewritten to emulate_launch). Each case
 // poisons every element of out's buffer, runs launch_elementwise on the
 // planned kind (and on `flat` where it applies) and compares the whole
 // buffer with offsets_at() over the same layout: elements outside out's

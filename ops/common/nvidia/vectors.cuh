@@ -23,7 +23,7 @@ struct alignas(16) Vec {
 // which makes the thread wait for that load before issuing the next one;
 // loading into Raw16 and converting later keeps all of a thread's loads in
 // flight (measured on the H200: worth 0-3% in the 16-bit softmax; the split
-// stores that store_raw in cuda_types.cuh replaces were the big cost).
+// stores that store_raw in global_memory.cuh replaces were the big cost).
 struct alignas(16) Raw16 {
   uint32_t w[4];
 };
