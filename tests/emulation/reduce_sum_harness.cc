@@ -10,19 +10,7 @@
 // untouched.
 // Prints "case dtype variant" per run and "ok" last; exits 1 on the first
 // failure.
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <cstdlib>
-#include <string>
-#include <utility>
-#include <vector>
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include "operator_runtime/operator_runtime.h"
+#include "harness_util.h"
 #include "reduce_sum/reduce_sum_api.h"
 
 extern "C" {
@@ -31,10 +19,8 @@ OPRT_DECLARE_REDUCE_SUM_API(nvidia)
 
 namespace {
 
-struct View {
-  std::vector<int64_t> shape, strides;  // strides empty: contiguous
-  int64_t shift = 0;                    // elements from the buffer's (64-byte aligned) start to element 0
-};
+using namespace harness;
+
 struct Case {
   std::string name;
   View src;
@@ -43,81 +29,6 @@ struct Case {
   View out;  // shape empty: contiguous, the shape torch.sum gives
   std::vector<std::pair<std::string, std::string>> tune;  // OPRT_TUNE_<name>=<value> at create (A/B forms)
 };
-
-int element_size(int dtype) { return dtype == OPRT_DTYPE_F32 ? 4 : 2; }
-const char* dtype_name(int dtype) {
-  return dtype == OPRT_DTYPE_F32 ? "float32" : dtype == OPRT_DTYPE_F16 ? "float16" : "bfloat16";
-}
-double decode(int dtype, const unsigned char* p) {
-  if (dtype == OPRT_DTYPE_F32) {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return dtype == OPRT_DTYPE_F16 ? __half2float(__half{bits}) : __bfloat162float(__nv_bfloat16{bits});
-}
-void encode(int dtype, float x, unsigned char* p) {
-  if (dtype == OPRT_DTYPE_F32) return (void)std::memcpy(p, &x, 4);
-  const uint16_t bits = dtype == OPRT_DTYPE_F16 ? __float2half_rn(x).bits : __float2bfloat16_rn(x).bits;
-  std::memcpy(p, &bits, 2);
-}
-// Unit roundoff of the dtype: the error of rounding a float sum into it.
-double roundoff(int dtype) { return dtype == OPRT_DTYPE_F32 ? 0x1p-24 : dtype == OPRT_DTYPE_F16 ? 0x1p-11 : 0x1p-8; }
-
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size());
-  int64_t running = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    s[d] = running;
-    running *= std::max<int64_t>(shape[d], 1);
-  }
-  return s;
-}
-
-// A view's elements inside a 64-byte aligned allocation: [first, end) element offsets.
-struct Buffer {
-  std::vector<unsigned char> bytes;
-  unsigned char* origin = nullptr;  // element 0 of the view
-  int64_t first = 0, end = 0;
-  Buffer(const View& v, int esize) {
-    int64_t lo = 0, hi = 1;
-    bool empty = false;
-    for (size_t d = 0; d < v.shape.size(); ++d) {
-      empty = empty || v.shape[d] == 0;
-      (v.strides[d] < 0 ? lo : hi) += (v.shape[d] - 1) * v.strides[d];
-    }
-    if (empty) lo = 0, hi = 0;
-    first = lo - v.shift;
-    end = hi;
-    bytes.assign(static_cast<size_t>((end - first) * esize + 64), 0xff);
-    unsigned char* p = bytes.data();
-    while (reinterpret_cast<uintptr_t>(p) % 64 != 0) ++p;
-    origin = p - first * esize;
-  }
-};
-
-// Offsets of every element of a view, in row-major index order.
-std::vector<int64_t> offsets_of(const View& v) {
-  std::vector<int64_t> offsets = {0};
-  for (size_t d = 0; d < v.shape.size(); ++d) {
-    std::vector<int64_t> next;
-    for (int64_t o : offsets)
-      for (int64_t i = 0; i < v.shape[d]; ++i) next.push_back(o + i * v.strides[d]);
-    offsets.swap(next);
-  }
-  return offsets;
-}
-
-oprt_tensor_view_t c_view(const View& v, int dtype, void* data) {
-  oprt_tensor_view_t c = {};
-  c.data = data;
-  c.dtype = dtype;
-  c.ndim = static_cast<int32_t>(v.shape.size());
-  for (size_t d = 0; d < v.shape.size(); ++d) c.shape[d] = v.shape[d], c.strides[d] = v.strides[d];
-  return c;
-}
 
 bool run(Case c, int dtype, uint32_t seed) {
   const auto start = std::chrono::steady_clock::now();
@@ -134,18 +45,14 @@ bool run(Case c, int dtype, uint32_t seed) {
   if (c.out.strides.empty()) c.out.strides = contiguous_strides(c.out.shape);
 
   Buffer src(c.src, esize), out(c.out, esize);
-  uint32_t state = seed;
-  for (int64_t j = src.first; j < src.end; ++j) {
-    state = state * 1664525u + 1013904223u;
-    const float magnitude = 0.5f + static_cast<float>(state >> 9) * 0x1p-24f;  // [0.5, 1)
-    encode(dtype, (state & 1) ? -magnitude : magnitude, src.origin + j * esize);
-  }
+  fill_random(src, dtype, seed);
   const oprt_tensor_view_t out_view = c_view(c.out, dtype, out.origin), src_view = c_view(c.src, dtype, src.origin);
   oprt_descriptor_t desc = nullptr;
-  for (const auto& [name, value] : c.tune) setenv(("OPRT_TUNE_" + name).c_str(), value.c_str(), 1);
-  const oprt_status_t created = oprt_create_reduce_sum_descriptor_nvidia(
-      &desc, &out_view, &src_view, c.dims.data(), static_cast<int32_t>(c.dims.size()), c.keepdim);
-  for (const auto& [name, value] : c.tune) unsetenv(("OPRT_TUNE_" + name).c_str());
+  const oprt_status_t created = [&] {
+    const Tuning tuning(c.tune);
+    return oprt_create_reduce_sum_descriptor_nvidia(&desc, &out_view, &src_view, c.dims.data(),
+                                                    static_cast<int32_t>(c.dims.size()), c.keepdim);
+  }();
   if (created != 0) {
     std::printf("FAIL %s %s: create: %s\n", c.name.c_str(), dtype_name(dtype), oprt_last_error());
     return false;
@@ -154,26 +61,18 @@ bool run(Case c, int dtype, uint32_t seed) {
   size_t workspace_bytes = 0;
   oprt_get_reduce_sum_workspace_size_nvidia(desc, &workspace_bytes);
   std::vector<unsigned char> workspace(workspace_bytes, 0xff);
-  std::vector<std::vector<unsigned char>> results;
-  for (emu::Schedule schedule :
-       {emu::Schedule::kRoundRobin, emu::Schedule::kLowestFirst, emu::Schedule::kHighestFirst}) {
-    emu::engine.schedule = schedule;
-    std::fill(out.bytes.begin(), out.bytes.end(), 0xff);
-    std::fill(workspace.begin(), workspace.end(), 0xff);
-    if (oprt_execute_reduce_sum_nvidia(desc, workspace_bytes ? workspace.data() : nullptr, workspace_bytes, out.origin,
-                                       src.origin, nullptr) != 0) {
-      std::printf("FAIL %s %s (%s): execute: %s\n", c.name.c_str(), dtype_name(dtype), variant.c_str(),
-                  oprt_last_error());
-      return false;
-    }
-    results.push_back(out.bytes);
-  }
-  oprt_destroy_reduce_sum_descriptor_nvidia(desc);
-  if (results[0] != results[1] || results[0] != results[2]) {
-    std::printf("FAIL %s %s (%s): the result depends on the order threads ran in (a race)\n", c.name.c_str(),
-                dtype_name(dtype), variant.c_str());
+  const auto report = [&](const std::string& what) {
+    std::printf("FAIL %s %s (%s): %s\n", c.name.c_str(), dtype_name(dtype), variant.c_str(), what.c_str());
     return false;
-  }
+  };
+  const std::string failure = execute_under_schedules(
+      [&] {
+        return oprt_execute_reduce_sum_nvidia(desc, workspace_bytes ? workspace.data() : nullptr, workspace_bytes,
+                                              out.origin, src.origin, nullptr) == 0;
+      },
+      out, workspace);
+  oprt_destroy_reduce_sum_descriptor_nvidia(desc);
+  if (!failure.empty()) return report(failure);
 
   // float64 reference: out index -> (sum, sum of magnitudes), walking src in index order.
   std::vector<double> sum(static_cast<size_t>(offsets_of(View{out_shape, contiguous_strides(out_shape), 0}).size()), 0.0);
@@ -194,51 +93,16 @@ bool run(Case c, int dtype, uint32_t seed) {
     sum[out_index] += x;
     magnitude[out_index] += std::fabs(x);
   }
-  std::vector<bool> written(out.bytes.size(), false);
   const std::vector<int64_t> out_offsets = offsets_of(c.out);
   for (size_t i = 0; i < out_offsets.size(); ++i) {
-    const unsigned char* p = out.origin + out_offsets[i] * esize;
-    const double got = decode(dtype, p), want = sum[i];
+    const double got = decode(dtype, out.origin + out_offsets[i] * esize), want = sum[i];
     const double tolerance = roundoff(dtype) * std::fabs(want) + 0x1p-21 * magnitude[i];
-    if (!(std::fabs(got - want) <= tolerance)) {
-      std::printf("FAIL %s %s (%s): out element %zu is %.9g, expected %.9g\n", c.name.c_str(), dtype_name(dtype),
-                  variant.c_str(), i, got, want);
-      return false;
-    }
-    for (int b = 0; b < esize; ++b) written[static_cast<size_t>(p - out.bytes.data() + b)] = true;
+    if (!(std::fabs(got - want) <= tolerance))
+      return report("out element " + std::to_string(i) + " is " + std::to_string(got) + ", expected " +
+                    std::to_string(want));
   }
-  for (size_t b = 0; b < out.bytes.size(); ++b)
-    if (!written[b] && out.bytes[b] != 0xff) {
-      std::printf("FAIL %s %s (%s): byte %zu of out's buffer, outside its view, was written\n", c.name.c_str(),
-                  dtype_name(dtype), variant.c_str(), b);
-      return false;
-    }
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%-30s %-8s %-26s %6.0f ms\n", c.name.c_str(), dtype_name(dtype), variant.c_str(), ms);
-  return true;
-}
-
-// The emulation's 16-bit conversions (also this test's reference) on values
-// whose encodings are known, and round trips of every finite encoding.
-bool conversions_ok() {
-  const struct {
-    float value;
-    uint16_t half, bfloat;
-  } known[] = {{1.0f, 0x3c00, 0x3f80},     {-2.0f, 0xc000, 0xc000},     {65504.0f, 0x7bff, 0x4780},
-               {65520.0f, 0x7c00, 0x4780}, {0x1p-24f, 0x0001, 0x3380}, {0x1p-25f, 0x0000, 0x3300},
-               {1.0f + 0x1p-11f, 0x3c00, 0x3f80}, {1.0f + 0x3p-11f, 0x3c02, 0x3f80}, {0.1f, 0x2e66, 0x3dcd}};
-  for (const auto& k : known)
-    if (__float2half_rn(k.value).bits != k.half || __float2bfloat16_rn(k.value).bits != k.bfloat) {
-      std::printf("FAIL conversion of %a: half %#x bfloat16 %#x\n", k.value, __float2half_rn(k.value).bits,
-                  __float2bfloat16_rn(k.value).bits);
-      return false;
-    }
-  for (uint32_t bits = 0; bits < 0x10000; ++bits) {
-    const auto b = static_cast<uint16_t>(bits);
-    const bool half_nan = (b & 0x7c00) == 0x7c00 && (b & 0x3ff) != 0, bf_nan = (b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0;
-    if (!half_nan && __float2half_rn(__half2float(__half{b})).bits != b) return false;
-    if (!bf_nan && __float2bfloat16_rn(__bfloat162float(__nv_bfloat16{b})).bits != b) return false;
-  }
+  if (const std::string outside = untouched_outside(out, c.out, esize); !outside.empty()) return report(outside);
+  std::printf("%-30s %-8s %-26s %6.0f ms\n", c.name.c_str(), dtype_name(dtype), variant.c_str(), ms_since(start));
   return true;
 }
 

@@ -18,10 +18,16 @@ constexpr float kLog2e = 1.4426950408889634f;
 // exp(x - m) as one MUFU.EX2: exp2f() adds a range check and two multiplies
 // around it to produce denormal results (4 instructions), and the 16-bit
 // rows kernels issue two exps per element. Flushing results below 2^-126 to
-// zero changes only outputs under 1e-38.
+// zero changes only outputs under 1e-38. (Host compilers, as in the CPU
+// emulation of the kernels, take exp2f with the same flush.)
 __device__ __forceinline__ float exp_minus(float x, float m) {
   float y;
+#ifdef __CUDA_ARCH__
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"((x - m) * kLog2e));
+#else
+  y = exp2f((x - m) * kLog2e);
+  if (y < 0x1p-126f) y = 0.0f;
+#endif
   return y;
 }
 

@@ -83,6 +83,18 @@ struct Barrier {
   uint64_t generation = 0;
 };
 
+// A copy into shared memory in flight (cp.async, a bulk copy): `bytes`
+// read, the rest of `total` zero-filled.
+struct AsyncCopy {
+  void* to;
+  const void* from;
+  size_t bytes, total;
+  void land() const {
+    std::memcpy(to, from, bytes);
+    std::memset(static_cast<char*>(to) + bytes, 0, total - bytes);
+  }
+};
+
 struct Fiber {
   ucontext_t context;
   char* stack = nullptr;
@@ -94,6 +106,13 @@ struct Fiber {
   uint64_t waits_for = 0;
   const char* waiting_at = nullptr;
   uint64_t cluster_arrival = 0;  // __cluster_barrier_arrive's generation
+  std::vector<std::vector<AsyncCopy>> async_groups = {{}};  // this thread's cp.async copies: committed groups, then the open one
+};
+
+// An mbarrier that bulk copies complete on: phases completed, copies of the current phase.
+struct Mbarrier {
+  uint64_t completed = 0;
+  std::vector<AsyncCopy> pending;
 };
 
 // The order in which runnable threads get the CPU. Each finds other data
@@ -127,6 +146,7 @@ struct Engine {
   unsigned cluster = 1;     // blocks per cluster (1: none)
   bool whole_grid = false;  // a cooperative launch: the group is the grid
   int last_error = 0;       // a cudaError_t, for cudaGetLastError
+  std::map<const void*, Mbarrier> mbarriers;  // by address in shared memory
 };
 inline Engine engine;
 
@@ -350,9 +370,78 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t dynamic_byt
   engine.static_base = (dynamic_bytes + kRedzone + 127) / 128 * 128;
   engine.static_end = engine.static_base;
   engine.static_offsets.clear();
+  engine.mbarriers.clear();
   engine.body = [=] { kernel(static_cast<Params>(args)...); };
   for (unsigned first = 0; first < grid.x; first += static_cast<unsigned>(engine.group_blocks)) run_group(first);
   engine.body = nullptr;
+}
+
+// Asynchronous copies land when they are waited for, as late as the GPU
+// may let them (so a read before the wait sees NaN bytes), or under the
+// round-robin schedule at once, as early as it may (so a copy issued before
+// every thread has read the old contents shows).
+inline bool land_at_once() { return engine.schedule == Schedule::kRoundRobin; }
+
+inline void require_shared(const void* p, size_t bytes) {
+  const auto& arena = engine.arenas[static_cast<size_t>(current_fiber().block_in_group)];
+  const auto* byte = static_cast<const unsigned char*>(p);
+  if (byte < arena.data() || byte + bytes > arena.data() + arena.size())
+    die("an asynchronous copy to %p (%zu bytes) outside the block's shared memory", p, bytes);
+}
+
+// cp.async: one thread's copy of `total` bytes (4, 8 or 16), `bytes` of them read.
+inline void async_copy(void* to, const void* from, size_t bytes, size_t total) {
+  if (reinterpret_cast<uintptr_t>(to) % total != 0 || reinterpret_cast<uintptr_t>(from) % total != 0)
+    die("cp.async of %zu bytes from %p to %p: misaligned", total, from, to);
+  require_shared(to, total);
+  const AsyncCopy copy{to, from, bytes, total};
+  if (land_at_once()) return copy.land();
+  current_fiber().async_groups.back().push_back(copy);
+}
+inline void commit_async() { current_fiber().async_groups.emplace_back(); }
+// Lands all but the newest `pending` committed groups (the open group too when `all`).
+inline void wait_async(size_t pending, bool all) {
+  auto& groups = current_fiber().async_groups;
+  const size_t committed = groups.size() - 1;
+  const size_t land = all ? groups.size() : committed > pending ? committed - pending : 0;
+  for (size_t g = 0; g < land; ++g)
+    for (const AsyncCopy& copy : groups[g]) copy.land();
+  groups.erase(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(land));
+  if (groups.empty()) groups.emplace_back();
+}
+
+inline void mbarrier_init(uint64_t* barrier) {
+  require_shared(barrier, sizeof *barrier);
+  *barrier = 0;
+  engine.mbarriers[barrier] = Mbarrier{};
+}
+inline Mbarrier& mbarrier_at(const uint64_t* barrier) {
+  auto it = engine.mbarriers.find(barrier);
+  if (it == engine.mbarriers.end()) die("an mbarrier at %p used before it was initialized", static_cast<const void*>(barrier));
+  return it->second;
+}
+// A bulk copy (TMA) completing the current phase of `barrier`.
+inline void bulk_copy(void* to, const void* from, size_t bytes, uint64_t* barrier) {
+  if (bytes == 0 || bytes % 16 != 0 || reinterpret_cast<uintptr_t>(to) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(from) % 16 != 0)
+    die("a bulk copy of %zu bytes from %p to %p: not whole aligned 16-byte words", bytes, from, to);
+  require_shared(to, bytes);
+  Mbarrier& m = mbarrier_at(barrier);
+  m.pending.push_back(AsyncCopy{to, from, bytes, bytes});
+  if (land_at_once()) {
+    for (const AsyncCopy& copy : m.pending) copy.land();
+    m.pending.clear();
+    ++m.completed;
+  }
+}
+// Returns once the phase of `barrier` with this parity has completed.
+inline void mbarrier_wait_parity(uint64_t* barrier, uint32_t parity) {
+  Mbarrier& m = mbarrier_at(barrier);
+  if ((m.completed & 1) != parity) return;  // that phase is over
+  if (m.pending.empty()) die("a wait on an mbarrier phase no copy will complete (it would hang)");
+  for (const AsyncCopy& copy : m.pending) copy.land();
+  m.pending.clear();
+  ++m.completed;
 }
 
 template <class T>
