@@ -67,7 +67,7 @@ bool run(const Case& c, Op op, bool told_flat) {
     raw.push_dim(c.shape[d], strides);
   }
   const StridedLayout<K + 1> layout = coalesce(raw);
-  const ElementwiseKind kind = choose_elementwise_kind(layout);
+  const ElementwiseKind kind = choose_elementwise_kind(layout, kElementwiseVec<Out, In>);
   if (told_flat && kind != ElementwiseKind::kFlat) return true;  // flat does not apply: nothing new to run
 
   Buffer<Out> out(extent_of(c, 0), c.shift[0]);

@@ -144,6 +144,33 @@ std::string execute_under_schedules(Execute execute, Buffer& out, std::vector<un
   return "";
 }
 
+// One case's descriptor lifecycle: create (with the knobs set), a workspace
+// of the size it asks for, execute under every schedule
+// (execute_under_schedules), destroy.
+struct Lifecycle {
+  std::string variant;  // the plan's name
+  std::string failure;  // "" or what went wrong
+};
+template <class Create, class WorkspaceSize, class Execute, class Destroy>
+Lifecycle run_lifecycle(const std::vector<std::pair<std::string, std::string>>& knobs, Create create,
+                        WorkspaceSize workspace_size, Execute execute, Destroy destroy, Buffer& out) {
+  oprt_descriptor_t desc = nullptr;
+  oprt_status_t created;
+  {
+    const Tuning tuning(knobs);
+    created = create(&desc);
+  }
+  if (created != 0) return {"", std::string("create: ") + oprt_last_error()};
+  Lifecycle result{oprt_descriptor_variant(desc), ""};
+  size_t bytes = 0;
+  workspace_size(desc, &bytes);
+  std::vector<unsigned char> workspace(bytes, 0xff);
+  result.failure = execute_under_schedules(
+      [&] { return execute(desc, bytes ? workspace.data() : nullptr, bytes) == 0; }, out, workspace);
+  destroy(desc);
+  return result;
+}
+
 // "" if every byte of out's buffer outside the view's elements still holds the poison.
 inline std::string untouched_outside(const Buffer& out, const View& view, int esize) {
   std::vector<bool> inside(out.bytes.size(), false);

@@ -8,7 +8,7 @@
 // other shared-memory races); the first compared with a float64 sum, the
 // others bitwise with it, and out's bytes outside its view checked
 // untouched.
-// Prints "case dtype variant" per run and "ok" last; exits 1 on the first
+// Prints "case dtype variant ms" per run and "ok" last; exits 1 on the first
 // failure.
 #include "harness_util.h"
 #include "reduce_sum/reduce_sum_api.h"
@@ -47,32 +47,22 @@ bool run(Case c, int dtype, uint32_t seed) {
   Buffer src(c.src, esize), out(c.out, esize);
   fill_random(src, dtype, seed);
   const oprt_tensor_view_t out_view = c_view(c.out, dtype, out.origin), src_view = c_view(c.src, dtype, src.origin);
-  oprt_descriptor_t desc = nullptr;
-  const oprt_status_t created = [&] {
-    const Tuning tuning(c.tune);
-    return oprt_create_reduce_sum_descriptor_nvidia(&desc, &out_view, &src_view, c.dims.data(),
-                                                    static_cast<int32_t>(c.dims.size()), c.keepdim);
-  }();
-  if (created != 0) {
-    std::printf("FAIL %s %s: create: %s\n", c.name.c_str(), dtype_name(dtype), oprt_last_error());
-    return false;
-  }
-  const std::string variant = oprt_descriptor_variant(desc);
-  size_t workspace_bytes = 0;
-  oprt_get_reduce_sum_workspace_size_nvidia(desc, &workspace_bytes);
-  std::vector<unsigned char> workspace(workspace_bytes, 0xff);
+  const Lifecycle run = run_lifecycle(
+      c.tune,
+      [&](oprt_descriptor_t* desc) {
+        return oprt_create_reduce_sum_descriptor_nvidia(desc, &out_view, &src_view, c.dims.data(),
+                                                        static_cast<int32_t>(c.dims.size()), c.keepdim);
+      },
+      oprt_get_reduce_sum_workspace_size_nvidia,
+      [&](oprt_descriptor_t desc, void* workspace, size_t bytes) {
+        return oprt_execute_reduce_sum_nvidia(desc, workspace, bytes, out.origin, src.origin, nullptr);
+      },
+      oprt_destroy_reduce_sum_descriptor_nvidia, out);
   const auto report = [&](const std::string& what) {
-    std::printf("FAIL %s %s (%s): %s\n", c.name.c_str(), dtype_name(dtype), variant.c_str(), what.c_str());
+    std::printf("FAIL %s %s (%s): %s\n", c.name.c_str(), dtype_name(dtype), run.variant.c_str(), what.c_str());
     return false;
   };
-  const std::string failure = execute_under_schedules(
-      [&] {
-        return oprt_execute_reduce_sum_nvidia(desc, workspace_bytes ? workspace.data() : nullptr, workspace_bytes,
-                                              out.origin, src.origin, nullptr) == 0;
-      },
-      out, workspace);
-  oprt_destroy_reduce_sum_descriptor_nvidia(desc);
-  if (!failure.empty()) return report(failure);
+  if (!run.failure.empty()) return report(run.failure);
 
   // float64 reference: out index -> (sum, sum of magnitudes), walking src in index order.
   std::vector<double> sum(static_cast<size_t>(offsets_of(View{out_shape, contiguous_strides(out_shape), 0}).size()), 0.0);
@@ -102,7 +92,7 @@ bool run(Case c, int dtype, uint32_t seed) {
                     std::to_string(want));
   }
   if (const std::string outside = untouched_outside(out, c.out, esize); !outside.empty()) return report(outside);
-  std::printf("%-30s %-8s %-26s %6.0f ms\n", c.name.c_str(), dtype_name(dtype), variant.c_str(), ms_since(start));
+  std::printf("%-30s %-8s %-26s %6.0f ms\n", c.name.c_str(), dtype_name(dtype), run.variant.c_str(), ms_since(start));
   return true;
 }
 
@@ -146,15 +136,18 @@ int main() {
       {"tuned-rows-unroll-8", {{600, 257}, {}, 1}, {1}, false, {}, {{"REDUCE_DENSE_ROWS", "0"}, {"REDUCE_UNROLL", "8"}}},
       {"tuned-split-unroll-4", {{70001}}, {0}, false, {}, {{"REDUCE_DENSE_ROWS", "0"}, {"REDUCE_UNROLL", "4"}}},
       {"tuned-wide-groups-loop", {{300, 2048}}, {1}, false, {}, {{"REDUCE_MIN_ROUNDS", "1"}, {"REDUCE_WAVES", "1"}}},
-      {"tuned-wide-groups-loop-rows", {{300, 1, 2048}}, {1, 2}, false, {}, {{"REDUCE_DENSE_ROWS", "0"}, {"REDUCE_MIN_ROUNDS", "1"}, {"REDUCE_WAVES", "1"}}},
+      {"tuned-wide-groups-loop-rows", {{300, 1, 2048}}, {1, 2}, false, {},
+       {{"REDUCE_DENSE_ROWS", "0"}, {"REDUCE_MIN_ROUNDS", "1"}, {"REDUCE_WAVES", "1"}}},
       {"tuned-short-pairs", {{1001, 32}}, {1}, false, {}, {{"REDUCE_SHORT_ROWS", "2"}}},
       {"tuned-short-waves", {{5000, 16}}, {1}, false, {}, {{"REDUCE_SHORT_WAVES", "1"}}},
       {"tuned-finish-threads", {{70001}}, {0}, false, {}, {{"REDUCE_FINISH_THREADS", "256"}}},
       {"tuned-late-finish", {{70001}}, {0}, false, {}, {{"REDUCE_EARLY_FINISH", "0"}}},
       {"tuned-columns-shifted-cluster", {{2001, 33}}, {0}, false, {}, {{"REDUCE_COLUMN_CLUSTER", "2"}}},
       {"tuned-columns-float32-shifted", {{700, 301}, {}, 1}, {0}, false, {}, {{"REDUCE_COLUMN_SHIFTED", "2"}}},
-      {"tuned-columns-splits-fastest", {{3000, 40}}, {0}, false, {}, {{"REDUCE_COLUMN_CLUSTER", "0"}, {"REDUCE_COLUMN_ORDER", "0"}}},
-      {"tuned-columns-unfit", {{3000, 40}}, {0}, false, {}, {{"REDUCE_COLUMN_CLUSTER", "0"}, {"REDUCE_COLUMN_FIT", "0"}}},
+      {"tuned-columns-splits-fastest", {{3000, 40}}, {0}, false, {},
+       {{"REDUCE_COLUMN_CLUSTER", "0"}, {"REDUCE_COLUMN_ORDER", "0"}}},
+      {"tuned-columns-unfit", {{3000, 40}}, {0}, false, {},
+       {{"REDUCE_COLUMN_CLUSTER", "0"}, {"REDUCE_COLUMN_FIT", "0"}}},
       {"tuned-columns-narrow-tiles", {{3000, 256}}, {0}, false, {}, {{"REDUCE_COLUMN_TX", "4"}}},
   };
   bool ok = true;

@@ -73,38 +73,27 @@ bool run(Case c, int dtype, uint32_t seed) {
         encode(dtype, values[r], src.origin + (src_rows[r] + (length / 2 + i) % length * src_step) * esize);
   }
   const oprt_tensor_view_t out_view = c_view(c.out, dtype, out.origin), src_view = c_view(c.src, dtype, src.origin);
-  oprt_descriptor_t desc = nullptr;
-  const oprt_status_t created = [&] {
-    const Tuning tuning(c.tune);
-    return oprt_create_softmax_descriptor_nvidia(&desc, &out_view, &src_view, c.dim);
-  }();
-  if (created != 0) {
-    std::printf("FAIL %s %s: create: %s\n", c.name.c_str(), dtype_name(dtype), oprt_last_error());
-    return false;
-  }
-  const std::string variant = oprt_descriptor_variant(desc);
-  size_t workspace_bytes = 0;
-  oprt_get_softmax_workspace_size_nvidia(desc, &workspace_bytes);
-  std::vector<unsigned char> workspace(workspace_bytes, 0xff);
+  const Lifecycle run = run_lifecycle(
+      c.tune,
+      [&](oprt_descriptor_t* desc) { return oprt_create_softmax_descriptor_nvidia(desc, &out_view, &src_view, c.dim); },
+      oprt_get_softmax_workspace_size_nvidia,
+      [&](oprt_descriptor_t desc, void* workspace, size_t bytes) {
+        return oprt_execute_softmax_nvidia(desc, workspace, bytes, out.origin, src.origin, nullptr);
+      },
+      oprt_destroy_softmax_descriptor_nvidia, out);
   const auto report = [&](const std::string& what) {
-    std::printf("FAIL %s %s (%s): %s\n", c.name.c_str(), dtype_name(dtype), variant.c_str(), what.c_str());
+    std::printf("FAIL %s %s (%s): %s\n", c.name.c_str(), dtype_name(dtype), run.variant.c_str(), what.c_str());
     return false;
   };
-  const std::string failure = execute_under_schedules(
-      [&] {
-        return oprt_execute_softmax_nvidia(desc, workspace_bytes ? workspace.data() : nullptr, workspace_bytes,
-                                           out.origin, src.origin, nullptr) == 0;
-      },
-      out, workspace);
-  oprt_destroy_softmax_descriptor_nvidia(desc);
-  if (!failure.empty()) return report(failure);
+  if (!run.failure.empty()) return report(run.failure);
 
   const double tolerance = roundoff(dtype) + 1e-5;  // relative: the output's rounding, float sums and exps
   // absolute: float16's subnormal steps; elsewhere the flush of results under 2^-126 (ex2.approx.ftz)
   const double least = dtype == OPRT_DTYPE_F16 ? 0x1p-25 : 0x1p-126;
   for (size_t r = 0; r < src_rows.size(); ++r) {
     std::vector<double> x(static_cast<size_t>(length));
-    for (int64_t i = 0; i < length; ++i) x[static_cast<size_t>(i)] = decode(dtype, src.origin + (src_rows[r] + i * src_step) * esize);
+    for (int64_t i = 0; i < length; ++i)
+      x[static_cast<size_t>(i)] = decode(dtype, src.origin + (src_rows[r] + i * src_step) * esize);
     const std::vector<double> want = softmax_of(x);
     for (int64_t i = 0; i < length; ++i) {
       const double got = decode(dtype, out.origin + (out_rows[r] + i * out_step) * esize), w = want[static_cast<size_t>(i)];
@@ -115,7 +104,7 @@ bool run(Case c, int dtype, uint32_t seed) {
     }
   }
   if (const std::string outside = untouched_outside(out, c.out, esize); !outside.empty()) return report(outside);
-  std::printf("%-30s %-8s %-26s %6.0f ms\n", c.name.c_str(), dtype_name(dtype), variant.c_str(), ms_since(start));
+  std::printf("%-30s %-8s %-26s %6.0f ms\n", c.name.c_str(), dtype_name(dtype), run.variant.c_str(), ms_since(start));
   return true;
 }
 

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
@@ -57,9 +58,13 @@ inline dim3 threadIdx, blockIdx, blockDim, gridDim;
 namespace emu {
 
 // The emulated device (the kernels' plans read it through
-// cudaDeviceGetAttribute): few SMs, so grid-stride loops go round and
-// splits and clusters appear at test sizes; sm_90's limits otherwise.
-constexpr int kSms = 4;
+// cudaDeviceGetAttribute): 4 SMs, so grid-stride loops go round and splits
+// and clusters appear at test sizes (OPRT_EMULATED_SMS=132 plans as for an
+// H200); sm_90's limits otherwise.
+inline const int kSms = [] {
+  const char* sms = std::getenv("OPRT_EMULATED_SMS");
+  return sms != nullptr && std::atoi(sms) > 0 ? std::atoi(sms) : 4;
+}();
 constexpr int kComputeMajor = 9;
 constexpr int kMaxThreadsPerSm = 2048;
 constexpr int kMaxThreadsPerBlock = 1024;
@@ -106,7 +111,8 @@ struct Fiber {
   uint64_t waits_for = 0;
   const char* waiting_at = nullptr;
   uint64_t cluster_arrival = 0;  // __cluster_barrier_arrive's generation
-  std::vector<std::vector<AsyncCopy>> async_groups = {{}};  // this thread's cp.async copies: committed groups, then the open one
+  // this thread's cp.async copies: the committed groups, oldest first, then the open one
+  std::vector<std::vector<AsyncCopy>> async_groups = {{}};
 };
 
 // An mbarrier that bulk copies complete on: phases completed, copies of the current phase.
@@ -351,9 +357,10 @@ template <class... Params, class... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t dynamic_bytes, unsigned cluster, bool whole_grid,
             Args... args) {
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;
+  const uint64_t resident_blocks = static_cast<uint64_t>(kSms) * kMaxThreadsPerSm / std::max<uint64_t>(threads, 1);
   const bool bad = grid.x == 0 || grid.y != 1 || grid.z != 1 || threads == 0 || threads > kMaxThreadsPerBlock ||
                    dynamic_bytes > kMaxSharedPerBlock || cluster == 0 || cluster > kMaxCluster ||
-                   grid.x % cluster != 0 || (whole_grid && grid.x > uint64_t{kSms} * kMaxThreadsPerSm / threads);
+                   grid.x % cluster != 0 || (whole_grid && grid.x > resident_blocks);
   if (bad) {
     engine.last_error = kErrorInvalidConfiguration;
     return;
@@ -417,7 +424,8 @@ inline void mbarrier_init(uint64_t* barrier) {
 }
 inline Mbarrier& mbarrier_at(const uint64_t* barrier) {
   auto it = engine.mbarriers.find(barrier);
-  if (it == engine.mbarriers.end()) die("an mbarrier at %p used before it was initialized", static_cast<const void*>(barrier));
+  if (it == engine.mbarriers.end())
+    die("an mbarrier at %p used before it was initialized", static_cast<const void*>(barrier));
   return it->second;
 }
 // A bulk copy (TMA) completing the current phase of `barrier`.
@@ -491,7 +499,8 @@ T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
 }
 template <class T>
 T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
-  return emu::shuffle(mask, v, [=](int lane) { return lane % width + static_cast<int>(delta) < width ? lane + static_cast<int>(delta) : lane; });
+  const int step = static_cast<int>(delta);
+  return emu::shuffle(mask, v, [=](int lane) { return lane % width + step < width ? lane + step : lane; });
 }
 template <class T>
 T __shfl_sync(unsigned mask, T v, int source, int width = 32) {

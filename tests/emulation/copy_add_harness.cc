@@ -1,0 +1,157 @@
+// Runs the NVIDIA backend's copy and vector_add (ops/copy/nvidia,
+// ops/vector_add/nvidia: plans, launches and kernels, the transposes'
+// shared-memory tiles included, through their C entry points) on the
+// emulated GPU (tests/emulation/include/emulated_gpu.h);
+// tests/test_nvidia_emulated.py builds it. Each case and dtype pair: the
+// inputs random, out's whole buffer poisoned with NaN bytes before each of
+// three executes (one per thread schedule), every element compared
+// bitwise with the conversion or the add done here in float and rounded
+// once, the schedules' results bitwise with each other, out's bytes outside
+// its view checked untouched.
+// Prints "case dtypes variant ms" per run and "ok" last; exits 1 on the
+// first failure.
+#include "copy/copy_api.h"
+#include "harness_util.h"
+#include "vector_add/vector_add_api.h"
+
+extern "C" {
+OPRT_DECLARE_COPY_API(nvidia)
+OPRT_DECLARE_VECTOR_ADD_API(nvidia)
+}
+
+namespace {
+
+using namespace harness;
+
+struct Case {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> strides;  // out, then each input (1: copy, 2: add); empty: contiguous
+  std::vector<int64_t> shifts;                // elements before each operand's first (as strides)
+  std::vector<std::pair<std::string, std::string>> tune;
+};
+
+struct Dtypes {
+  int out, in;
+};
+
+View view_of(const Case& c, size_t operand) {
+  View v{c.shape, c.strides.size() > operand ? c.strides[operand] : std::vector<int64_t>{},
+         c.shifts.size() > operand ? c.shifts[operand] : 0};
+  if (v.strides.empty()) v.strides = contiguous_strides(v.shape);
+  return v;
+}
+
+bool run(const Case& c, int inputs, Dtypes dtypes, uint32_t seed) {
+  const auto start = std::chrono::steady_clock::now();
+  const int out_size = element_size(dtypes.out), in_size = element_size(dtypes.in);
+  const View out_v = view_of(c, 0);
+  Buffer out(out_v, out_size);
+  std::vector<View> in_v;
+  std::vector<Buffer> in;
+  for (int k = 0; k < inputs; ++k) {
+    in_v.push_back(view_of(c, static_cast<size_t>(k) + 1));
+    in.emplace_back(in_v.back(), in_size);
+    fill_random(in.back(), dtypes.in, seed + 17u * static_cast<uint32_t>(k), 100.0f);
+  }
+  const oprt_tensor_view_t out_c = c_view(out_v, dtypes.out, out.origin);
+  std::vector<oprt_tensor_view_t> in_c;
+  for (int k = 0; k < inputs; ++k) in_c.push_back(c_view(in_v[static_cast<size_t>(k)], dtypes.in, in[static_cast<size_t>(k)].origin));
+  const Lifecycle run =
+      inputs == 1
+          ? run_lifecycle(
+                c.tune, [&](oprt_descriptor_t* desc) { return oprt_create_copy_descriptor_nvidia(desc, &out_c, &in_c[0]); },
+                oprt_get_copy_workspace_size_nvidia,
+                [&](oprt_descriptor_t desc, void* workspace, size_t bytes) {
+                  return oprt_execute_copy_nvidia(desc, workspace, bytes, out.origin, in[0].origin, nullptr);
+                },
+                oprt_destroy_copy_descriptor_nvidia, out)
+          : run_lifecycle(
+                c.tune,
+                [&](oprt_descriptor_t* desc) {
+                  return oprt_create_vector_add_descriptor_nvidia(desc, &out_c, &in_c[0], &in_c[1]);
+                },
+                oprt_get_vector_add_workspace_size_nvidia,
+                [&](oprt_descriptor_t desc, void* workspace, size_t bytes) {
+                  return oprt_execute_vector_add_nvidia(desc, workspace, bytes, out.origin, in[0].origin,
+                                                        in[1].origin, nullptr);
+                },
+                oprt_destroy_vector_add_descriptor_nvidia, out);
+  const std::string pair = std::string(dtype_name(dtypes.in)) + "->" + dtype_name(dtypes.out);
+  const auto report = [&](const std::string& what) {
+    std::printf("FAIL %s %s (%s): %s\n", c.name.c_str(), pair.c_str(), run.variant.c_str(), what.c_str());
+    return false;
+  };
+  if (!run.failure.empty()) return report(run.failure);
+
+  const std::vector<int64_t> out_offsets = offsets_of(out_v);
+  std::vector<std::vector<int64_t>> in_offsets;
+  for (const View& v : in_v) in_offsets.push_back(offsets_of(v));
+  std::vector<unsigned char> want(static_cast<size_t>(out_size));
+  for (size_t i = 0; i < out_offsets.size(); ++i) {
+    float x = 0.0f;  // the op in float, rounded once into out's dtype
+    for (int k = 0; k < inputs; ++k)
+      x += static_cast<float>(decode(dtypes.in, in[static_cast<size_t>(k)].origin + in_offsets[static_cast<size_t>(k)][i] * in_size));
+    encode(dtypes.out, x, want.data());
+    if (std::memcmp(out.origin + out_offsets[i] * out_size, want.data(), want.size()) != 0)
+      return report("out element " + std::to_string(i) + " is " +
+                    std::to_string(decode(dtypes.out, out.origin + out_offsets[i] * out_size)) + ", expected " +
+                    std::to_string(decode(dtypes.out, want.data())));
+  }
+  if (const std::string outside = untouched_outside(out, out_v, out_size); !outside.empty()) return report(outside);
+  std::printf("%-30s %-17s %-16s %6.0f ms\n", c.name.c_str(), pair.c_str(), run.variant.c_str(), ms_since(start));
+  return true;
+}
+
+}  // namespace
+
+int main() {
+  if (!conversions_ok()) {
+    std::printf("FAILED: 16-bit conversions\n");
+    return 1;
+  }
+  const int F32 = OPRT_DTYPE_F32, F16 = OPRT_DTYPE_F16, BF16 = OPRT_DTYPE_BF16;
+  const std::vector<Dtypes> same = {{F32, F32}, {F16, F16}, {BF16, BF16}};
+  const std::vector<Dtypes> converting = {{F16, F32}, {F32, BF16}, {BF16, F16}};
+  // (name, shape, strides of out / src, shifts, tune)
+  const std::vector<Case> copies = {
+      {"contiguous", {10000}},
+      {"contiguous-odd", {10001}},
+      {"contiguous-odd-memcpy", {10001}, {}, {}, {{"COPY_ODD_KERNEL", "0"}}},
+      {"contiguous-head", {10001}, {}, {3, 3}},
+      {"rows-sliced", {100, 300}, {{300, 1}, {320, 1}}},
+      {"broadcast-row", {50, 300}, {{300, 1}, {0, 1}}},
+      {"broadcast-row-odd", {50, 301}, {{301, 1}, {0, 1}}},
+      {"broadcast-row-odd-rows", {50, 301}, {{301, 1}, {0, 1}}, {}, {{"ELEMENTWISE_FLAT", "0"}}},
+      {"broadcast-row-flat", {50, 300}, {{300, 1}, {0, 1}}, {}, {{"ELEMENTWISE_FLAT", "1"}}},
+      {"transpose", {256, 192}, {{192, 1}, {1, 256}}},
+      {"transpose-odd", {100, 77}, {{77, 1}, {1, 100}}},
+      {"transpose-misaligned-base", {256, 192}, {{192, 1}, {1, 256}}, {0, 1}},
+      {"transpose-3d", {3, 64, 40}, {{2560, 40, 1}, {2560, 1, 64}}},
+      {"transpose-tiled-only", {256, 192}, {{192, 1}, {1, 256}}, {}, {{"COPY_TRANSPOSE_VEC", "0"}}},
+      {"permuted", {20, 30, 40}, {{1200, 40, 1}, {40, 800, 1}}},
+      {"strided", {50, 60}, {{1, 50}, {120, 2}}},
+  };
+  const std::vector<Case> adds = {
+      {"add-contiguous", {10001}},
+      {"add-head", {10001}, {}, {1, 1, 1}},
+      {"add-bias", {70, 1001}, {{1001, 1}, {1001, 1}, {0, 1}}},
+      {"add-bias-rows", {70, 1001}, {{1001, 1}, {1001, 1}, {0, 1}}, {}, {{"ELEMENTWISE_FLAT", "0"}}},
+      {"add-bias-whole-vectors", {70, 1024}, {{1024, 1}, {1024, 1}, {0, 1}}},
+      {"add-bias-whole-vectors-flat", {70, 1024}, {{1024, 1}, {1024, 1}, {0, 1}}, {}, {{"ELEMENTWISE_FLAT", "1"}}},
+      {"add-short-rows", {300, 3}, {{3, 1}, {3, 1}, {0, 1}}},
+      {"add-column", {70, 33}, {{33, 1}, {33, 1}, {1, 0}}},
+      {"add-transposed-a", {100, 60}, {{60, 1}, {1, 100}, {60, 1}}},
+      {"add-scalar-b", {999}, {{1}, {1}, {0}}},
+  };
+  bool ok = true;
+  uint32_t seed = 1;
+  for (const Case& c : copies) {
+    for (Dtypes d : same) ok = ok && run(c, 1, d, seed++);
+    for (Dtypes d : converting) ok = ok && run(c, 1, d, seed++);
+  }
+  for (const Case& c : adds)
+    for (Dtypes d : same) ok = ok && run(c, 2, d, seed++);
+  std::printf(ok ? "ok\n" : "FAILED\n");
+  return ok ? 0 : 1;
+}
