@@ -246,7 +246,7 @@ COPY_CASES = [
 ]
 COPY_CONFIGS = [
     ("planned", {}),
-    ("odd_kernel", {"COPY_ODD_KERNEL": 1}),  # the dense kernel where the bytes are not whole 16-byte words
+    ("odd_memcpy", {"COPY_ODD_KERNEL": 0}),  # cudaMemcpyAsync where the bytes are not whole 16-byte words
     ("old_transpose", {"COPY_TRANSPOSE_VEC": 0}),  # transpose_tiled for every transpose (before transpose_vec)
     ("vec_16bit_only", {"COPY_TRANSPOSE_VEC": 1}),  # float32 on transpose_tiled
 ]
@@ -262,19 +262,20 @@ ADD_CASES = [
     ("16M", (16 << 20,), None, ("float32", "bfloat16")),
     ("64M", (64 << 20,), None, ("float32", "bfloat16")),
     ("256M", (256 << 20,), None, ("float32", "bfloat16")),
-    ("bias_4096x1024", (4096, 1024), (1024,), ("float32", "bfloat16")),  # b broadcast: rows (planned) or flat
+    ("bias_4096x1024", (4096, 1024), (1024,), ("float32", "bfloat16")),  # b broadcast: rows / flat
     ("bias_2047x2053", (2047, 2053), (2053,), ("float32", "bfloat16")),
     ("bias_16384x4096", (16384, 4096), (4096,), ("float32", "float16", "bfloat16")),
     ("bias_16384x12289", (16384, 12289), (12289,), ("float32", "bfloat16")),
     ("column_16384x4096", (16384, 4096), (16384, 1), ("float32", "bfloat16")),
-    ("short_4Mx3", (4 << 20, 3), (3,), ("float32", "bfloat16")),  # rows under 64: strided (planned) or flat
+    ("short_4Mx3", (4 << 20, 3), (3,), ("float32", "bfloat16")),  # rows under 64: flat / strided
     ("short_1Mx16", (1 << 20, 16), (16,), ("float32", "bfloat16")),
 ]
 # (the eighteenth session's vectors-per-thread knob, 1 / 2 / 4, measured within 0.1-0.3 us everywhere and was
 # removed: docs/data/nvidia-h200-2026-12-04a-add-dense-unroll-ab.txt)
 ADD_CONFIGS = [
     ("planned", {}),
-    ("flat", {"ELEMENTWISE_FLAT": 1}),  # out contiguous with a broadcast b: the flat kernel (elementwise.cuh)
+    ("flat", {"ELEMENTWISE_FLAT": 1}),  # the flat kernel wherever it applies (out contiguous, b broadcast)
+    ("no_flat", {"ELEMENTWISE_FLAT": 0}),  # rows / strided (as before the twenty-eighth session)
 ]
 
 

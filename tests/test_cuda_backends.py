@@ -112,10 +112,11 @@ _CLUSTER_8192 = {"float32": "columns_cluster16", "float16": "columns_cluster8", 
 # softmax rows_shared on rows of ~40000 elements: two slices of <= 80 KB in float32, one block in 16-bit.
 _SHARED_40K = {"float32": "rows_shared2", "float16": "rows_shared1", "bfloat16": "rows_shared1"}
 
-# The elementwise flat kernel, when told (ops/common/nvidia/elementwise.cuh).
+# The elementwise flat kernel wherever it applies (planned where rows cannot be whole 16-byte
+# vectors: ops/common/nvidia/elementwise.cuh).
 _FLAT = {"tune": {"ELEMENTWISE_FLAT": 1}, "nvidia_variant": "flat"}
-# Same-dtype copies whose bytes are not whole 16-byte words through the dense kernel, when told.
-_ODD_COPY = {"tune": {"COPY_ODD_KERNEL": 1}, "nvidia_variant": "dense"}
+# Same-dtype copies whose bytes are not whole 16-byte words: the dense kernel (planned), or memcpy when told.
+_ODD_COPY = {"nvidia_variant": "dense"}
 
 # (name, op, input shapes, input layout, params, out dtype for copy or None)
 VARIANT_CASES = [
@@ -138,7 +139,7 @@ VARIANT_CASES = [
     ("add-dense-unaligned", "vector_add", [(100003,), (100003,)], "offset", {}, None),
     ("add-rows-broadcast", "vector_add", [(512, 1000), (1000,)], "contiguous", {}, None),
     ("add-strided", "vector_add", [(700, 300), (700, 300)], "transposed", {}, None),
-    # flat (told: OPRT_TUNE_ELEMENTWISE_FLAT=1, not planned yet): out contiguous, b a bias row read
+    # flat (told: OPRT_TUNE_ELEMENTWISE_FLAT=1, wherever it applies): out contiguous, b a bias row read
     # whole within a row (1000) or across row ends and unaligned (1001), one value per row, rows
     # shorter than a vector (3), a 3-D layout (b one value per middle index), a misaligned a (every
     # element scalar), and copies of a broadcast row and of a broadcast column converted to float32
@@ -150,9 +151,17 @@ VARIANT_CASES = [
     ("add-flat-unaligned", "vector_add", [(300, 1001), (1001,)], "offset", _FLAT, None),
     ("copy-flat-row", "copy", [(1, 513)], "expand-rows", _FLAT, None),
     ("copy-flat-column-convert", "copy", [(700, 5)], "expand-columns", _FLAT, torch.float32),
-    # odd byte counts through the dense kernel instead of cudaMemcpyAsync (told, not planned yet)
+    # planned flat: rows not whole vectors (1001), short rows of a vector or more (16); told back to rows
+    ("add-flat-bias-odd-planned", "vector_add", [(300, 1001), (1001,)], "contiguous", {"nvidia_variant": "flat"}, None),
+    ("add-flat-short-rows-planned", "vector_add", [(4099, 16), (16,)], "contiguous", {"nvidia_variant": "flat"},
+     None),
+    ("add-rows-bias-odd-told", "vector_add", [(300, 1001), (1001,)], "contiguous",
+     {"tune": {"ELEMENTWISE_FLAT": 0}, "nvidia_variant": "rows"}, None),
+    # odd byte counts through the dense kernel (planned) instead of cudaMemcpyAsync (told)
     ("copy-odd-kernel", "copy", [(100003,)], "contiguous", _ODD_COPY, None),
     ("copy-odd-kernel-unaligned", "copy", [(100003,)], "offset", _ODD_COPY, None),
+    ("copy-odd-memcpy-told", "copy", [(100003,)], "contiguous",
+     {"tune": {"COPY_ODD_KERNEL": 0}, "nvidia_variant": "memcpy"}, None),
     # one contiguous run per output (nvidia: rows_dense), split over blocks; several runs per output: rows
     ("sum-rows", "reduce_sum", [(512, 4096)], "contiguous", {"dim": -1, "nvidia_variant": "rows_dense"}, None),
     ("sum-rows-split", "reduce_sum", [(2, 1 << 20)], "contiguous",

@@ -19,8 +19,10 @@ from operator_runtime._internal.tensors import DTYPE_CODES
 from test_c_abi import Functions, create, view
 
 F32, F16, BF16 = (DTYPE_CODES[t] for t in (torch.float32, torch.float16, torch.bfloat16))
-FLAT = {"ELEMENTWISE_FLAT": 1}
-ODD = {"COPY_ODD_KERNEL": 1}
+FLAT = {"ELEMENTWISE_FLAT": 1}  # flat wherever it applies
+NO_FLAT = {"ELEMENTWISE_FLAT": 0}
+ODD = {"COPY_ODD_KERNEL": 1}  # (planned)
+ODD_MEMCPY = {"COPY_ODD_KERNEL": 0}
 
 
 def _planned_variant(op, shape, input_strides, out_dtype, in_dtype, out_strides=None):
@@ -41,15 +43,19 @@ def _planned_variant(op, shape, input_strides, out_dtype, in_dtype, out_strides=
 CASES = [
     ("copy-memcpy", "copy", (1 << 20,), [(1,)], F32, F32, {}, "memcpy"),
     ("copy-convert", "copy", (1 << 20,), [(1,)], F16, F32, {}, "dense"),
-    # bytes not whole 16-byte words: cudaMemcpyAsync unless told
-    ("copy-odd-bytes", "copy", (100003,), [(1,)], F32, F32, {}, "memcpy"),
-    ("copy-odd-bytes-told", "copy", (100003,), [(1,)], F32, F32, ODD, "dense"),
-    ("copy-odd-bytes-told-16bit", "copy", (100003,), [(1,)], BF16, BF16, ODD, "dense"),
+    # bytes not whole 16-byte words: the dense kernel unless told
+    ("copy-odd-bytes", "copy", (100003,), [(1,)], F32, F32, {}, "dense"),
+    ("copy-odd-bytes-16bit", "copy", (100003,), [(1,)], BF16, BF16, {}, "dense"),
+    ("copy-odd-bytes-told-memcpy", "copy", (100003,), [(1,)], F32, F32, ODD_MEMCPY, "memcpy"),
     ("copy-whole-words-told", "copy", (100000,), [(1,)], F32, F32, ODD, "memcpy"),
+    # flat where rows cannot be whole 16-byte vectors (4 float32 / 8 16-bit elements), rows otherwise
     ("copy-sliced-rows", "copy", (300, 1000), [(1024, 1)], F32, F32, {}, "rows"),
     ("copy-sliced-rows-flat", "copy", (300, 1000), [(1024, 1)], F32, F32, FLAT, "flat"),
-    ("copy-broadcast-row", "copy", (700, 513), [(0, 1)], F16, F16, {}, "rows"),
-    ("copy-broadcast-row-flat", "copy", (700, 513), [(0, 1)], F16, F16, FLAT, "flat"),
+    ("copy-sliced-rows-odd", "copy", (300, 1001), [(1024, 1)], F32, F32, {}, "flat"),
+    ("copy-broadcast-row", "copy", (700, 512), [(0, 1)], F16, F16, {}, "rows"),
+    ("copy-broadcast-row-odd", "copy", (700, 513), [(0, 1)], F16, F16, {}, "flat"),
+    ("copy-broadcast-row-odd-told-rows", "copy", (700, 513), [(0, 1)], F16, F16, NO_FLAT, "rows"),
+    ("copy-broadcast-row-convert", "copy", (700, 516), [(0, 1)], F32, BF16, {}, "flat"),  # 8-element vectors
     ("copy-broadcast-column-flat", "copy", (700, 5), [(1, 0)], F32, BF16, FLAT, "flat"),
     ("copy-transpose-vec", "copy", (1024, 768), [(1, 1024)], BF16, BF16, {}, "transpose_vec"),
     ("copy-transpose-vec-flat", "copy", (1024, 768), [(1, 1024)], BF16, BF16, FLAT, "transpose_vec"),
@@ -58,10 +64,21 @@ CASES = [
     ("add-dense", "vector_add", (1 << 20,), [(1,), (1,)], F32, F32, {}, "dense"),
     ("add-scalar", "vector_add", (4096,), [(1,), (0,)], BF16, BF16, FLAT, "dense"),
     ("add-bias", "vector_add", (512, 1000), [(1000, 1), (0, 1)], F32, F32, {}, "rows"),
+    ("add-bias-16bit", "vector_add", (512, 1024), [(1024, 1), (0, 1)], BF16, BF16, {}, "rows"),
+    ("add-bias-16bit-flat", "vector_add", (512, 1004), [(1004, 1), (0, 1)], BF16, BF16, {}, "flat"),
     ("add-bias-flat", "vector_add", (512, 1000), [(1000, 1), (0, 1)], F32, F32, FLAT, "flat"),
-    ("add-column-flat", "vector_add", (300, 1001), [(1001, 1), (1, 0)], BF16, BF16, FLAT, "flat"),
+    ("add-bias-odd", "vector_add", (512, 2053), [(2053, 1), (0, 1)], F32, F32, {}, "flat"),
+    ("add-bias-odd-told-rows", "vector_add", (512, 2053), [(2053, 1), (0, 1)], F32, F32, NO_FLAT, "rows"),
+    ("add-column", "vector_add", (300, 1024), [(1024, 1), (1, 0)], BF16, BF16, {}, "rows"),
+    ("add-column-flat", "vector_add", (300, 1001), [(1001, 1), (1, 0)], BF16, BF16, {}, "flat"),
+    # rows under 64 elements: flat from one vector up, strided below
     ("add-short-rows", "vector_add", (4099, 3), [(3, 1), (0, 1)], F32, F32, {}, "strided"),
     ("add-short-rows-flat", "vector_add", (4099, 3), [(3, 1), (0, 1)], F32, F32, FLAT, "flat"),
+    ("add-short-rows-one-vector", "vector_add", (4099, 4), [(4, 1), (0, 1)], F32, F32, {}, "flat"),
+    ("add-short-rows-16bit", "vector_add", (4099, 7), [(7, 1), (0, 1)], F16, F16, {}, "strided"),
+    ("add-short-rows-16", "vector_add", (1 << 16, 16), [(16, 1), (0, 1)], BF16, BF16, {}, "flat"),
+    ("add-short-rows-told-strided", "vector_add", (1 << 16, 16), [(16, 1), (0, 1)], BF16, BF16, NO_FLAT,
+     "strided"),
     ("add-3d-flat", "vector_add", (6, 70, 33), [(2310, 33, 1), (0, 1, 0)], F16, F16, FLAT, "flat"),
     ("add-transposed-flat", "vector_add", (300, 1000), [(1, 300), (1000, 1)], F32, F32, FLAT, "strided"),
 ]

@@ -7,8 +7,7 @@
 //   flat       out contiguous, every input's inner stride 0 or 1 (a bias
 //              row, a per-row value, short rows): dense's vectors over out
 //              and the inputs laid out like it; the others read at offsets
-//              from the layout. Planned only when told
-//              (OPRT_TUNE_ELEMENTWISE_FLAT=1) until measured on a GPU.
+//              from the layout. Planned where rows cannot be whole vectors
 //   strided    anything else: per-element offsets from the layout
 // Indices are 64-bit wherever a tensor can pass 2^31 elements.
 #ifndef OPRT_COMMON_NVIDIA_ELEMENTWISE_CUH_
@@ -347,18 +346,27 @@ bool flat_layout(const StridedLayout<N>& l) {
   return true;
 }
 
-// OPRT_TUNE_ELEMENTWISE_FLAT=1 plans `flat` wherever it applies (not yet
-// planned otherwise: written without a GPU and checked only in the CPU
-// emulation, tests/test_nvidia_emulated.py; to be measured against `rows`
-// and `strided` first).
+// flat instead of rows / strided where their rows cannot be whole 16-byte
+// vectors (`vector` elements): rows too short for `rows` but at least one
+// vector long, and rows that are not a whole number of vectors. Measured on
+// an H100 (docs/data/nvidia-h100-2026-12-05-add-flat-ab.txt, bias adds):
+// float32 2047x2053 16.8 -> 13.9 us, 16384x12289 597.6 -> 531.7, 1Mx16
+// 62.1 -> 44.6, bfloat16 1Mx16 60.8 -> 27.7; 16-bit odd widths level; but on
+// whole-vector rows `rows` stays ahead in 16-bit (16384x4096 89.5 vs 101.1
+// us) and level in float32, and 3-wide float32 rows run 7% slower flat.
+// OPRT_TUNE_ELEMENTWISE_FLAT (A/B): 1 = flat wherever it applies, 0 = never.
 template <int N>
-ElementwiseKind choose_elementwise_kind(const StridedLayout<N>& l) {
+ElementwiseKind choose_elementwise_kind(const StridedLayout<N>& l, int vector) {
   bool dense = l.ndim <= 1 && l.inner_stride(0) == 1;
   for (int k = 1; k < N; ++k) dense &= l.ndim <= 1 && (l.inner_stride(k) == 1 || l.inner_stride(k) == 0);
   if (dense) return ElementwiseKind::kDense;
-  if (tuned("ELEMENTWISE_FLAT", 0) != 0 && flat_layout(l)) return ElementwiseKind::kFlat;
   bool rows = l.ndim >= 2 && l.inner_stride(0) == 1 && l.inner_size() >= kMinRowLength;
   for (int k = 1; k < N; ++k) rows &= l.inner_stride(k) == 1 || l.inner_stride(k) == 0;
+  const int64_t flat_told = tuned("ELEMENTWISE_FLAT", -1);
+  if (flat_told != 0 && flat_layout(l)) {
+    const bool short_rows = l.inner_size() < kMinRowLength && l.inner_size() >= vector;
+    if (flat_told == 1 || short_rows || (rows && l.inner_size() % vector != 0)) return ElementwiseKind::kFlat;
+  }
   return rows ? ElementwiseKind::kRows : ElementwiseKind::kStrided;
 }
 

@@ -1,9 +1,10 @@
 // copy on NVIDIA GPUs: any strides on both sides, any pair of float32 /
 // float16 / bfloat16. Variants, chosen at create from the coalesced layout:
 //   memcpy           dense, same dtype: cudaMemcpyAsync (the copy engine path)
-//   dense            dense, dtype conversion: 16-byte vectors
-//   flat             out contiguous, src a broadcast row or column (when told:
-//                    see elementwise.cuh)
+//   dense            dense, dtype conversion or bytes not whole 16-byte
+//                    words: 16-byte vectors
+//   flat             out contiguous, src a broadcast row or short rows, where
+//                    rows cannot be whole 16-byte vectors (elementwise.cuh)
 //   rows             rows contiguous in both (slices, a broadcast row)
 //   transpose_vec    out and src contiguous along different dims, same dtype,
 //                    every row start 16-byte aligned and both sizes whole
@@ -183,15 +184,16 @@ CopyNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t*
   d->out_dtype = out.dtype;
   d->src_dtype = src.dtype;
   const StridedLayout<2>& l = d->layout;
-  d->elementwise = choose_elementwise_kind(l);
+  const int narrowest = out.element_size() < src.element_size() ? out.element_size() : src.element_size();
+  d->elementwise = choose_elementwise_kind(l, 16 / narrowest);
   const bool dense_both = l.ndim <= 1 && l.inner_stride(0) == 1 && l.inner_stride(1) == 1;
   // cudaMemcpyAsync of a size that is not whole 16-byte words is slow at
-  // moderate sizes (H200, ...-04q-copy-add-bench: 1,000,003 float32 8.3 us,
-  // 1M 5.9; torch's copy_ makes the same call, torch.compile's kernel 6.0).
-  // OPRT_TUNE_COPY_ODD_KERNEL=1 copies such sizes with the dense kernel
-  // instead: not planned until measured on a GPU.
+  // moderate sizes; the dense kernel copies those instead (H100,
+  // docs/data/nvidia-h100-2026-12-05-copy-odd-kernel-ab.txt: 1,000,003
+  // elements 8.2-9.7 -> 5.5-6.5 us, 4M+1 11.6-15.4 -> 8.5-13.0, 64M+1 fp16
+  // 90.2 -> 88.0). OPRT_TUNE_COPY_ODD_KERNEL=0 (A/B) keeps them on memcpy.
   const bool odd_bytes = l.numel() * out.element_size() % 16 != 0;
-  if (dense_both && out.dtype == src.dtype && !(odd_bytes && tuned("COPY_ODD_KERNEL", 0) != 0)) {
+  if (dense_both && out.dtype == src.dtype && !(odd_bytes && tuned("COPY_ODD_KERNEL", 1) != 0)) {
     d->kind = CopyNvidia::Kind::kMemcpy;
     d->variant = "memcpy";
   } else if (d->elementwise == ElementwiseKind::kStrided && l.ndim >= 2 && l.strides[0][l.ndim - 1] == 1 &&
