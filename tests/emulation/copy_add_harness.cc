@@ -78,10 +78,7 @@ bool run(const Case& c, int inputs, Dtypes dtypes, uint32_t seed) {
                 },
                 oprt_destroy_vector_add_descriptor_nvidia, out);
   const std::string pair = std::string(dtype_name(dtypes.in)) + "->" + dtype_name(dtypes.out);
-  const auto report = [&](const std::string& what) {
-    std::printf("FAIL %s %s (%s): %s\n", c.name.c_str(), pair.c_str(), run.variant.c_str(), what.c_str());
-    return false;
-  };
+  const auto report = [&](const std::string& what) { return fail_case(c.name, pair, run, what); };
   if (!run.failure.empty()) return report(run.failure);
 
   const std::vector<int64_t> out_offsets = offsets_of(out_v);
@@ -106,10 +103,7 @@ bool run(const Case& c, int inputs, Dtypes dtypes, uint32_t seed) {
 }  // namespace
 
 int main() {
-  if (!conversions_ok()) {
-    std::printf("FAILED: 16-bit conversions\n");
-    return 1;
-  }
+  if (!conversions_ok()) return 1;
   const int F32 = OPRT_DTYPE_F32, F16 = OPRT_DTYPE_F16, BF16 = OPRT_DTYPE_BF16;
   const std::vector<Dtypes> same = {{F32, F32}, {F16, F16}, {BF16, BF16}};
   const std::vector<Dtypes> converting = {{F16, F32}, {F32, BF16}, {BF16, F16}};

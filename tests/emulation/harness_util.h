@@ -171,6 +171,13 @@ Lifecycle run_lifecycle(const std::vector<std::pair<std::string, std::string>>& 
   return result;
 }
 
+// A failed case, for `return report(what)`: "FAIL <case> <dtypes> (<variant>): <what>".
+inline bool fail_case(const std::string& name, const std::string& dtypes, const Lifecycle& run,
+                      const std::string& what) {
+  std::printf("FAIL %s %s (%s): %s\n", name.c_str(), dtypes.c_str(), run.variant.c_str(), what.c_str());
+  return false;
+}
+
 // "" if every byte of out's buffer outside the view's elements still holds the poison.
 inline std::string untouched_outside(const Buffer& out, const View& view, int esize) {
   std::vector<bool> inside(out.bytes.size(), false);
@@ -189,7 +196,7 @@ inline double ms_since(std::chrono::steady_clock::time_point start) {
 
 // The emulation's 16-bit conversions (also this test's reference) on values
 // whose encodings are known, and round trips of every finite encoding.
-inline bool conversions_ok() {
+inline bool conversions_exact() {
   const struct {
     float value;
     uint16_t half, bfloat;
@@ -209,6 +216,13 @@ inline bool conversions_ok() {
     if (!bf_nan && __float2bfloat16_rn(__bfloat162float(__nv_bfloat16{b})).bits != b) return false;
   }
   return true;
+}
+
+// Every harness checks them first: "FAILED: ..." and false when they are off.
+inline bool conversions_ok() {
+  if (conversions_exact()) return true;
+  std::printf("FAILED: 16-bit conversions\n");
+  return false;
 }
 
 }  // namespace harness

@@ -58,10 +58,7 @@ bool run(Case c, int dtype, uint32_t seed) {
         return oprt_execute_reduce_sum_nvidia(desc, workspace, bytes, out.origin, src.origin, nullptr);
       },
       oprt_destroy_reduce_sum_descriptor_nvidia, out);
-  const auto report = [&](const std::string& what) {
-    std::printf("FAIL %s %s (%s): %s\n", c.name.c_str(), dtype_name(dtype), run.variant.c_str(), what.c_str());
-    return false;
-  };
+  const auto report = [&](const std::string& what) { return fail_case(c.name, dtype_name(dtype), run, what); };
   if (!run.failure.empty()) return report(run.failure);
 
   // float64 reference: out index -> (sum, sum of magnitudes), walking src in index order.
@@ -99,10 +96,7 @@ bool run(Case c, int dtype, uint32_t seed) {
 }  // namespace
 
 int main() {
-  if (!conversions_ok()) {
-    std::printf("FAILED: 16-bit conversions\n");
-    return 1;
-  }
+  if (!conversions_ok()) return 1;
   const std::vector<Case> cases = {
       // (name, src {shape, strides, shift}, dims, keepdim, out {shape, strides, shift})
       {"rows-many", {{600, 257}}, {1}},

@@ -81,10 +81,7 @@ bool run(Case c, int dtype, uint32_t seed) {
         return oprt_execute_softmax_nvidia(desc, workspace, bytes, out.origin, src.origin, nullptr);
       },
       oprt_destroy_softmax_descriptor_nvidia, out);
-  const auto report = [&](const std::string& what) {
-    std::printf("FAIL %s %s (%s): %s\n", c.name.c_str(), dtype_name(dtype), run.variant.c_str(), what.c_str());
-    return false;
-  };
+  const auto report = [&](const std::string& what) { return fail_case(c.name, dtype_name(dtype), run, what); };
   if (!run.failure.empty()) return report(run.failure);
 
   const double tolerance = roundoff(dtype) + 1e-5;  // relative: the output's rounding, float sums and exps
@@ -111,10 +108,7 @@ bool run(Case c, int dtype, uint32_t seed) {
 }  // namespace
 
 int main() {
-  if (!conversions_ok()) {
-    std::printf("FAILED: 16-bit conversions\n");
-    return 1;
-  }
+  if (!conversions_ok()) return 1;
   const std::vector<int> f32 = {OPRT_DTYPE_F32}, bf16 = {OPRT_DTYPE_BF16};
   const std::vector<Case> cases = {
       // (name, src {shape, strides, shift}, dim, out {shape, strides, shift}, tune, dtypes, specials)
