@@ -228,7 +228,9 @@ template <class Out, class In, int K>
 struct FlatArgs {
   Out* out;
   const In* in[K];
-  bool gathered[K];          // offsets from the calculator (else the element's index)
+  // 0: laid out like out (offset = the element's index); else offsets from the calculator, and 2: stride 0
+  // over every outer dim too (a bias row: offset = position along the row * inner_stride)
+  uint8_t gathered[K];
   int64_t inner_stride[K];   // gathered: stride along the innermost dim, 0 or 1
   int64_t inner_size;        // elements along the innermost dim
 };
@@ -263,7 +265,23 @@ __device__ __forceinline__ Vec<In, VEC> gather_vector(const In* base, int64_t st
   return x;
 }
 
-template <class Op, class Out, class In, int K, class Index>
+// Rows shorter than a vector (kShortRows, an instantiation of its own so the
+// other one compiles as measured): every vector crosses a row end, and a
+// periodic input's elements follow its position along the row, wrapping at
+// the row's end, without the calculator's per-element division.
+template <class In, int VEC>
+__device__ __forceinline__ Vec<In, VEC> gather_periodic(const In* base, int64_t stride, int64_t inner_size,
+                                                        int64_t position) {
+  Vec<In, VEC> x;
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    x.v[e] = base[position * stride];
+    if (++position == inner_size) position = 0;
+  }
+  return x;
+}
+
+template <class Op, class Out, class In, int K, class Index, bool kShortRows>
 __global__ void __launch_bounds__(kDenseThreads)
 flat_kernel(FlatArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> calc, int64_t numel, int64_t head,
             int64_t vectors) {
@@ -287,10 +305,17 @@ flat_kernel(FlatArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> calc, int
         int64_t offsets[K + 1];
         calc.get(static_cast<Index>(i), offsets);
 #pragma unroll
-        for (int k = 0; k < K; ++k)
+        for (int k = 0; k < K; ++k) {
+          if constexpr (kShortRows) {
+            if (args.gathered[k] == 2) {
+              x[k] = gather_periodic<In, VEC>(args.in[k], args.inner_stride[k], args.inner_size, offsets[K]);
+              continue;
+            }
+          }
           x[k] = args.gathered[k] ? gather_vector<In, VEC, K, Index>(args.in[k], args.inner_stride[k],
                                                                      args.inner_size, calc, k, i, offsets)
                                   : load_vec<In, VEC>(args.in[k] + i);
+        }
       },
       [&](int64_t v, const Vec<In, VEC>(&x)[K]) {
         store_vec<Out, VEC>(args.out + head + v * VEC, apply_vector<Out, VEC>(op, x, no_broadcast, no_value));
@@ -353,7 +378,9 @@ bool flat_layout(const StridedLayout<N>& l) {
 // float32 2047x2053 16.8 -> 13.9 us, 16384x12289 597.6 -> 531.7, 1Mx16
 // 62.1 -> 44.6, bfloat16 1Mx16 60.8 -> 27.7; 16-bit odd widths level; but on
 // whole-vector rows `rows` stays ahead in 16-bit (16384x4096 89.5 vs 101.1
-// us) and level in float32, and 3-wide float32 rows run 7% slower flat.
+// us) and level in float32, and 3-wide float32 rows ran 7% slower flat
+// (before flat_kernel's kShortRows path, written since and not yet timed:
+// scripts/nvidia_ab.py --only add --configs planned flat --cases short).
 // OPRT_TUNE_ELEMENTWISE_FLAT (A/B): 1 = flat wherever it applies, 0 = never.
 template <int N>
 ElementwiseKind choose_elementwise_kind(const StridedLayout<N>& l, int vector) {
@@ -448,8 +475,12 @@ void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout
     for (int k = 0; k < K; ++k) {
       flat.in[k] = inputs[k];
       flat.inner_stride[k] = layout.inner_stride(k + 1);
-      flat.gathered[k] = false;
-      for (int d = 0; d < layout.ndim; ++d) flat.gathered[k] |= layout.strides[k + 1][d] != layout.strides[0][d];
+      bool gathered = false, periodic = true;
+      for (int d = 0; d < layout.ndim; ++d) {
+        gathered |= layout.strides[k + 1][d] != layout.strides[0][d];
+        if (d < layout.ndim - 1) periodic &= layout.strides[k + 1][d] == 0;
+      }
+      flat.gathered[k] = gathered ? (periodic ? 2 : 1) : 0;
       if (!flat.gathered[k]) aligned &= aligned16(inputs[k] + head);
     }
     if (!aligned) head = numel;
@@ -458,8 +489,12 @@ void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout
     const int64_t tasks = ceil_div(vectors > scalars ? vectors : scalars, int64_t{kDenseThreads} * kDenseUnroll);
     dispatch_index(numel, [&](auto index) {
       using Index = decltype(index);
-      flat_kernel<Op, Out, In, K, Index><<<grid_one_shot(tasks), kDenseThreads, 0, stream>>>(
-          flat, op, OffsetCalc<K + 1, Index>(offsets), numel, head, vectors);
+      if (flat.inner_size < VEC)
+        flat_kernel<Op, Out, In, K, Index, true><<<grid_one_shot(tasks), kDenseThreads, 0, stream>>>(
+            flat, op, OffsetCalc<K + 1, Index>(offsets), numel, head, vectors);
+      else
+        flat_kernel<Op, Out, In, K, Index, false><<<grid_one_shot(tasks), kDenseThreads, 0, stream>>>(
+            flat, op, OffsetCalc<K + 1, Index>(offsets), numel, head, vectors);
       check_launch("flat elementwise kernel");
     });
     return;
