@@ -249,6 +249,7 @@ COPY_CONFIGS = [
     ("odd_memcpy", {"COPY_ODD_KERNEL": 0}),  # cudaMemcpyAsync where the bytes are not whole 16-byte words
     ("old_transpose", {"COPY_TRANSPOSE_VEC": 0}),  # transpose_tiled for every transpose (before transpose_vec)
     ("vec_16bit_only", {"COPY_TRANSPOSE_VEC": 1}),  # float32 on transpose_tiled
+    ("vec_shift", {"COPY_TRANSPOSE_VEC": 3}),  # odd out rows on transpose_vec_shift instead of transpose_tiled
 ]
 
 # vector_add: (name, a's shape, b's shape (None: a's), dtypes)

@@ -134,6 +134,11 @@ VARIANT_CASES = [
     ("copy-transpose-vec-batched", "copy", [(3, 200, 136)], "batch-transposed", {"nvidia_variant": "transpose_vec"},
      None),
     ("copy-transpose-vec-unaligned-base", "copy", [(1000, 776)], "transposed-offset", {}, None),
+    # out rows not whole vectors (777), told: transpose_vec_shift (16-byte src loads, shifted out stores)
+    ("copy-transpose-vec-shift", "copy", [(1000, 777)], "transposed",
+     {"tune": {"COPY_TRANSPOSE_VEC": 3}, "nvidia_variant": "transpose_vec_shift"}, None),
+    ("copy-transpose-vec-shift-batched", "copy", [(3, 200, 137)], "batch-transposed",
+     {"tune": {"COPY_TRANSPOSE_VEC": 3}, "nvidia_variant": "transpose_vec_shift"}, None),
     ("copy-broadcast", "copy", [(1, 513)], "expand-rows", {}, None),
     ("add-dense", "vector_add", [(1 << 20,), (1 << 20,)], "contiguous", {}, None),
     ("add-dense-unaligned", "vector_add", [(100003,), (100003,)], "offset", {}, None),

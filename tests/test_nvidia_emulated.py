@@ -172,7 +172,8 @@ def test_copy_and_vector_add_emulated(emulated_ops):
     output = build_and_run(emulated_ops, "copy_add_harness.cc",
                            ("copy/nvidia/copy_nvidia.cu", "vector_add/nvidia/vector_add_nvidia.cu"))
     variants = {line.split()[2] for line in output.splitlines()[:-1]}
-    assert variants == {"memcpy", "dense", "rows", "flat", "transpose_vec", "transpose_tiled", "strided"}, variants
+    assert variants == {"memcpy", "dense", "rows", "flat", "transpose_vec", "transpose_vec_shift", "transpose_tiled",
+                        "strided"}, variants
 
 
 def test_reduce_sum_emulated(emulated_ops):

@@ -60,6 +60,15 @@ CASES = [
     ("copy-transpose-vec", "copy", (1024, 768), [(1, 1024)], BF16, BF16, {}, "transpose_vec"),
     ("copy-transpose-vec-flat", "copy", (1024, 768), [(1, 1024)], BF16, BF16, FLAT, "transpose_vec"),
     ("copy-transpose-odd", "copy", (1000, 777), [(1, 1000)], F32, F32, {}, "transpose_tiled"),
+    # out rows not whole vectors: transpose_vec_shift when told (COPY_TRANSPOSE_VEC=3), never across dtypes
+    ("copy-transpose-odd-shift-told", "copy", (1000, 777), [(1, 1000)], BF16, BF16, {"COPY_TRANSPOSE_VEC": 3},
+     "transpose_vec_shift"),
+    ("copy-transpose-odd-shift-convert", "copy", (1000, 777), [(1, 1000)], F32, BF16, {"COPY_TRANSPOSE_VEC": 3},
+     "transpose_tiled"),
+    ("copy-transpose-vec-shift-told", "copy", (1024, 768), [(1, 1024)], F32, F32, {"COPY_TRANSPOSE_VEC": 3},
+     "transpose_vec"),
+    ("copy-transpose-odd-src-shift-told", "copy", (1001, 776), [(1, 1001)], F32, F32, {"COPY_TRANSPOSE_VEC": 3},
+     "transpose_tiled"),
     ("copy-every-other", "copy", (64, 50, 30), [(3000, 60, 2)], F32, F32, FLAT, "strided"),
     ("add-dense", "vector_add", (1 << 20,), [(1,), (1,)], F32, F32, {}, "dense"),
     ("add-scalar", "vector_add", (4096,), [(1,), (0,)], BF16, BF16, FLAT, "dense"),
@@ -87,7 +96,7 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_planned_variant(case, monkeypatch):
     name, op, shape, input_strides, out_dtype, in_dtype, tune, expected = case
-    for key in ("ELEMENTWISE_FLAT", "COPY_ODD_KERNEL"):
+    for key in ("ELEMENTWISE_FLAT", "COPY_ODD_KERNEL", "COPY_TRANSPOSE_VEC"):
         monkeypatch.delenv("OPRT_TUNE_" + key, raising=False)
     for key, value in tune.items():
         monkeypatch.setenv("OPRT_TUNE_" + key, str(value))  # read by the descriptor's create

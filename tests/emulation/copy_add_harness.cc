@@ -123,6 +123,11 @@ int main() {
       {"transpose-misaligned-base", {256, 192}, {{192, 1}, {1, 256}}, {0, 1}},
       {"transpose-3d", {3, 64, 40}, {{2560, 40, 1}, {2560, 1, 64}}},
       {"transpose-tiled-only", {256, 192}, {{192, 1}, {1, 256}}, {}, {{"COPY_TRANSPOSE_VEC", "0"}}},
+      // transpose_vec_shift (told): out rows not whole vectors, out's base anywhere, partial tiles, batched
+      {"transpose-odd-shift", {128, 77}, {{77, 1}, {1, 128}}, {}, {{"COPY_TRANSPOSE_VEC", "3"}}},
+      {"transpose-odd-shift-wide", {64, 300}, {{300, 1}, {1, 64}}, {}, {{"COPY_TRANSPOSE_VEC", "3"}}},
+      {"transpose-odd-shift-out-base", {64, 300}, {{300, 1}, {1, 64}}, {3, 0}, {{"COPY_TRANSPOSE_VEC", "3"}}},
+      {"transpose-3d-odd-shift", {3, 64, 41}, {{2624, 41, 1}, {2624, 1, 64}}, {}, {{"COPY_TRANSPOSE_VEC", "3"}}},
       {"permuted", {20, 30, 40}, {{1200, 40, 1}, {40, 800, 1}}},
       {"strided", {50, 60}, {{1, 50}, {120, 2}}},
   };

@@ -9,6 +9,8 @@
 //   transpose_vec    out and src contiguous along different dims, same dtype,
 //                    every row start 16-byte aligned and both sizes whole
 //                    16-byte vectors: 16-byte loads and stores on both sides
+//   transpose_vec_shift  (when told) the same with out's rows any length:
+//                    16-byte src loads, out vectors shifted into alignment
 //   transpose_tiled  the other transposes (conversions, odd sizes, misaligned
 //                    bases at execute): 64x64 tiles of scalars through shared
 //                    memory, so reads and writes both coalesce
@@ -34,6 +36,7 @@ struct CopyNvidia : oprt_descriptor {
   ElementwiseKind elementwise = ElementwiseKind::kStrided;
   StridedLayout<2> outer;  // tiles: the dims outside the transposed pair
   bool vector_tiles = false;  // tiles: transpose_vec where both bases are 16-byte aligned at execute
+  bool shifted_tiles = false;  // tiles: transpose_vec_shift where src's base is 16-byte aligned at execute
 };
 
 template <class Out>
@@ -123,12 +126,37 @@ __device__ __forceinline__ Raw16 block_column(const Raw16 (&rows)[kVec16<T>], in
   return column;
 }
 
+// The `lead` (1 .. 15 bytes' worth of elements) last elements of `own`
+// followed by the first ones of `next`: an out-row vector that starts `lead`
+// elements into this thread's, for an aligned store.
+template <class T>
+__device__ __forceinline__ Raw16 shifted_vector(const Raw16& own, const Raw16& next, int lead) {
+  const uint32_t w[8] = {own.w[0], own.w[1], own.w[2], own.w[3], next.w[0], next.w[1], next.w[2], next.w[3]};
+  const unsigned byte = static_cast<unsigned>(lead) * sizeof(T), bits = (byte & 3) * 8;
+  uint32_t v[6], u[5];  // w shifted down by byte / 4 words: 2 words, then 1
+#pragma unroll
+  for (int j = 0; j < 6; ++j) v[j] = (byte & 8) ? w[j + 2] : w[j];
+#pragma unroll
+  for (int j = 0; j < 5; ++j) u[j] = (byte & 4) ? v[j + 1] : v[j];
+  Raw16 r;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) r.w[k] = static_cast<uint32_t>(((uint64_t{u[k + 1]} << 32) | u[k]) >> bits);
+  return r;
+}
+
 // out[r * out_row + c] = src[r + c * src_col], as transpose_kernel, for T of
 // 2 or 4 bytes with src_col, out_row, rows, cols, the outer strides and both
 // bases all multiples of 16 bytes (so a vector never straddles a row's end).
 // 4 blocks per SM (16-bit: 64 registers, 4 x 32 KB of shared memory): up to
 // 128 KB of loads in flight per SM while other blocks store.
-template <class T>
+// kShiftOut (transpose_vec_shift, not planned): out_row, cols and out's base
+// anything (src's side as above). A row's 16 threads each hold a vector of
+// the row's 16-vector segment; each stores the aligned out vector that
+// starts inside its own, completed from its neighbour's by a shuffle, and
+// the segment's two ends (thread 0's elements before the first aligned
+// boundary; what the last aligned vector holds past the segment, or past
+// the row's end) go element by element.
+template <class T, bool kShiftOut>
 __global__ void __launch_bounds__(kVecTileThreads, 4)
 transpose_vec_kernel(T* out, const T* src, OffsetCalc<2, uint32_t> outer, int64_t rows, int64_t cols, int64_t out_row,
                      int64_t src_col, int64_t tiles_r, int64_t tiles_c) {
@@ -164,11 +192,41 @@ transpose_vec_kernel(T* out, const T* src, OffsetCalc<2, uint32_t> outer, int64_
   // Store out rows r0 + i * 16 + down, the vector at c0 + across * V. (Not
   // unrolled: unrolled, the compiler computed every 64-bit address before the
   // barrier and spilled some at 64 registers; stores need no loads in flight.)
-  T* q = out + base[0] + (r0 + down) * out_row + c0 + across * V;
+  if constexpr (!kShiftOut) {
+    T* q = out + base[0] + (r0 + down) * out_row + c0 + across * V;
 #pragma unroll 1
-  for (int i = 0; i < V; ++i, q += kVecTileSide * out_row) {
-    const int r = i * kVecTileSide + down;
-    if (r < rows_here && across * V < cols_here) store_raw(q, slot(r, across));
+    for (int i = 0; i < V; ++i, q += kVecTileSide * out_row) {
+      const int r = i * kVecTileSide + down;
+      if (r < rows_here && across * V < cols_here) store_raw(q, slot(r, across));
+    }
+  } else {
+    T* segment = out + base[0] + (r0 + down) * out_row + c0;  // out row r0 + r from column c0 on
+#pragma unroll 1
+    for (int i = 0; i < V; ++i, segment += kVecTileSide * out_row) {
+      const int r = i * kVecTileSide + down;
+      const Raw16 own = slot(r, across);
+      Raw16 next;  // the vector of the thread on the right (every lane shuffles: the rows' validity differs)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) next.w[k] = __shfl_down_sync(0xffffffffu, own.w[k], 1, kVecTileSide);
+      if (r >= rows_here) continue;
+      // The segment's first aligned boundary, `lead` elements in; this thread's aligned vector starts at `first`.
+      const int lead = (V - static_cast<int>(reinterpret_cast<uintptr_t>(segment) / sizeof(T) % V)) % V;
+      const int first = across * V + lead;
+      if (across + (lead ? 1 : 0) < kVecTileSide && first + V <= cols_here) {
+        store_raw(segment + first, lead ? shifted_vector<T>(own, next, lead) : own);
+      } else {  // the segment's or the row's end: the elements that are there
+        T both[2 * V];
+        memcpy(both, &own, sizeof own);
+        memcpy(both + V, &next, sizeof next);
+        for (int e = 0; e < V; ++e)
+          if (first + e < cols_here && first + e < kSide) segment[first + e] = both[lead + e];
+      }
+      if (across == 0) {  // the elements before the first aligned boundary
+        T head[V];
+        memcpy(head, &own, sizeof own);
+        for (int e = 0; e < lead && e < cols_here; ++e) segment[e] = head[e];
+      }
+    }
   }
 }
 
@@ -206,15 +264,19 @@ CopyNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t*
     // than 2^31 tiles (a block each).
     // OPRT_TUNE_COPY_TRANSPOSE_VEC (A/B): 2 = 16-bit and float32 (planned),
     // 1 = 16-bit only, 0 = transpose_tiled for every transpose (as before).
+    // 3 = also transpose_vec_shift where only out's side is not whole
+    // vectors (written without a GPU, emulated; not planned until timed).
     const int64_t vec_dtypes = tuned("COPY_TRANSPOSE_VEC", 2);
     const int size = out.element_size();
     const int64_t vec = 16 / size, side = kVecTileSide * vec;
     const int a = l.ndim - 2, b = l.ndim - 1;
     const int64_t tiles = d->outer.numel() * ceil_div(l.shape[a], side) * ceil_div(l.shape[b], side);
-    d->vector_tiles = out.dtype == src.dtype && (vec_dtypes >= 2 || (vec_dtypes == 1 && size == 2)) &&
-                      l.shape[a] % vec == 0 && l.shape[b] % vec == 0 && l.strides[0][a] % vec == 0 &&
-                      l.strides[1][b] % vec == 0 && strides_aligned16(d->outer, size) && tiles <= INT32_MAX;
-    d->variant = d->vector_tiles ? "transpose_vec" : "transpose_tiled";
+    const bool src_vectors = out.dtype == src.dtype && l.shape[a] % vec == 0 && l.strides[1][b] % vec == 0 &&
+                             strides_aligned16(d->outer, size) && tiles <= INT32_MAX;
+    const bool out_vectors = l.shape[b] % vec == 0 && l.strides[0][a] % vec == 0;
+    d->vector_tiles = src_vectors && out_vectors && (vec_dtypes >= 2 || (vec_dtypes == 1 && size == 2));
+    d->shifted_tiles = src_vectors && !out_vectors && vec_dtypes >= 3;
+    d->variant = d->vector_tiles ? "transpose_vec" : d->shifted_tiles ? "transpose_vec_shift" : "transpose_tiled";
   } else {
     d->variant = elementwise_kind_name(d->elementwise);
   }
@@ -224,23 +286,24 @@ CopyNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t*
 // A block per tile (one-shot: like the dense copies, streams better than
 // blocks looping over tiles, and keeps the outer offsets out of registers);
 // fewer than 2^31 tiles (create checked), so 32-bit outer indices.
-template <class T>
+template <class T, bool kShiftOut>
 void launch_vector_tiles(const CopyNvidia& d, T* out, const T* src, cudaStream_t stream) {
   const StridedLayout<2>& l = d.layout;
   const int a = l.ndim - 2, b = l.ndim - 1;
   const int64_t tiles_r = ceil_div(l.shape[a], kVecTileSide * kVec16<T>);
   const int64_t tiles_c = ceil_div(l.shape[b], kVecTileSide * kVec16<T>);
   const auto tiles = static_cast<unsigned>(d.outer.numel() * tiles_r * tiles_c);
-  transpose_vec_kernel<T><<<tiles, kVecTileThreads, 0, stream>>>(out, src, OffsetCalc<2, uint32_t>(d.outer),
-                                                                 l.shape[a], l.shape[b], l.strides[0][a],
-                                                                 l.strides[1][b], tiles_r, tiles_c);
+  transpose_vec_kernel<T, kShiftOut><<<tiles, kVecTileThreads, 0, stream>>>(
+      out, src, OffsetCalc<2, uint32_t>(d.outer), l.shape[a], l.shape[b], l.strides[0][a], l.strides[1][b], tiles_r,
+      tiles_c);
   check_launch("transpose_vec_kernel");
 }
 
 template <class Out, class In>
 void launch_tiles(const CopyNvidia& d, Out* out, const In* src, cudaStream_t stream) {
   if constexpr (std::is_same_v<Out, In>) {
-    if (d.vector_tiles && aligned16(out) && aligned16(src)) return launch_vector_tiles(d, out, src, stream);
+    if (d.vector_tiles && aligned16(out) && aligned16(src)) return launch_vector_tiles<Out, false>(d, out, src, stream);
+    if (d.shifted_tiles && aligned16(src)) return launch_vector_tiles<Out, true>(d, out, src, stream);
   }
   const StridedLayout<2>& l = d.layout;
   const int a = l.ndim - 2, b = l.ndim - 1;
