@@ -126,24 +126,6 @@ __device__ __forceinline__ Raw16 block_column(const Raw16 (&rows)[kVec16<T>], in
   return column;
 }
 
-// The `lead` (1 .. 15 bytes' worth of elements) last elements of `own`
-// followed by the first ones of `next`: an out-row vector that starts `lead`
-// elements into this thread's, for an aligned store.
-template <class T>
-__device__ __forceinline__ Raw16 shifted_vector(const Raw16& own, const Raw16& next, int lead) {
-  const uint32_t w[8] = {own.w[0], own.w[1], own.w[2], own.w[3], next.w[0], next.w[1], next.w[2], next.w[3]};
-  const unsigned byte = static_cast<unsigned>(lead) * sizeof(T), bits = (byte & 3) * 8;
-  uint32_t v[6], u[5];  // w shifted down by byte / 4 words: 2 words, then 1
-#pragma unroll
-  for (int j = 0; j < 6; ++j) v[j] = (byte & 8) ? w[j + 2] : w[j];
-#pragma unroll
-  for (int j = 0; j < 5; ++j) u[j] = (byte & 4) ? v[j + 1] : v[j];
-  Raw16 r;
-#pragma unroll
-  for (int k = 0; k < 4; ++k) r.w[k] = static_cast<uint32_t>(((uint64_t{u[k + 1]} << 32) | u[k]) >> bits);
-  return r;
-}
-
 // out[r * out_row + c] = src[r + c * src_col], as transpose_kernel, for T of
 // 2 or 4 bytes with src_col, out_row, rows, cols, the outer strides and both
 // bases all multiples of 16 bytes (so a vector never straddles a row's end).
@@ -213,7 +195,7 @@ transpose_vec_kernel(T* out, const T* src, OffsetCalc<2, uint32_t> outer, int64_
       const int lead = (V - static_cast<int>(reinterpret_cast<uintptr_t>(segment) / sizeof(T) % V)) % V;
       const int first = across * V + lead;
       if (across + (lead ? 1 : 0) < kVecTileSide && first + V <= cols_here) {
-        store_raw(segment + first, lead ? shifted_vector<T>(own, next, lead) : own);
+        store_raw(segment + first, lead ? shifted_window<T>(own, next, lead * sizeof(T)) : own);
       } else {  // the segment's or the row's end: the elements that are there
         T both[2 * V];
         memcpy(both, &own, sizeof own);

@@ -31,24 +31,6 @@ struct ColumnsArgs {
   int64_t src_first, src_end;  // shifted: src's elements lie in [src + src_first, src + src_end)
 };
 
-// The 16 bytes that start `bytes` (< 16, a multiple of the element size)
-// into the 32 bytes lo:hi, by a shift of 8, then 4, then 0-3 bytes:
-// selects, not a dynamically indexed array (which would go to local memory).
-template <class T>
-__device__ __forceinline__ Raw16 shifted_window(const Raw16& lo, const Raw16& hi, uint32_t bytes) {
-  const uint32_t w[8] = {lo.w[0], lo.w[1], lo.w[2], lo.w[3], hi.w[0], hi.w[1], hi.w[2], hi.w[3]};
-  uint32_t by8[6], by4[5];
-#pragma unroll
-  for (int i = 0; i < 6; ++i) by8[i] = (bytes & 8) ? w[i + 2] : w[i];
-#pragma unroll
-  for (int i = 0; i < 5; ++i) by4[i] = (bytes & 4) ? by8[i + 1] : by8[i];
-  Raw16 r;
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-    r.w[i] = sizeof(T) == 4 ? by4[i] : __funnelshift_r(by4[i], by4[i + 1], (bytes & 3) * 8);
-  return r;
-}
-
 // The 16-byte aligned vector at a, or where it reaches outside src's
 // elements [first, end), the part inside it (zeros elsewhere): the shifted
 // loads never read outside src's memory.
