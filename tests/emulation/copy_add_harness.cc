@@ -36,10 +36,8 @@ struct Dtypes {
 };
 
 View view_of(const Case& c, size_t operand) {
-  View v{c.shape, c.strides.size() > operand ? c.strides[operand] : std::vector<int64_t>{},
-         c.shifts.size() > operand ? c.shifts[operand] : 0};
-  if (v.strides.empty()) v.strides = contiguous_strides(v.shape);
-  return v;
+  return View{c.shape, c.strides.size() > operand ? c.strides[operand] : std::vector<int64_t>{},
+              c.shifts.size() > operand ? c.shifts[operand] : 0};
 }
 
 bool run(const Case& c, int inputs, Dtypes dtypes, uint32_t seed) {

@@ -57,6 +57,8 @@ inline std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape
   }
   return s;
 }
+// v's strides: its own, or contiguous where it gives none.
+inline std::vector<int64_t> strides_of(const View& v) { return v.strides.empty() ? contiguous_strides(v.shape) : v.strides; }
 
 // A view's elements inside a 64-byte aligned allocation: [first, end) element offsets.
 struct Buffer {
@@ -64,11 +66,12 @@ struct Buffer {
   unsigned char* origin = nullptr;  // element 0 of the view
   int64_t first = 0, end = 0;
   Buffer(const View& v, int esize) {
+    const std::vector<int64_t> strides = strides_of(v);
     int64_t lo = 0, hi = 1;
     bool empty = false;
     for (size_t d = 0; d < v.shape.size(); ++d) {
       empty = empty || v.shape[d] == 0;
-      (v.strides[d] < 0 ? lo : hi) += (v.shape[d] - 1) * v.strides[d];
+      (strides[d] < 0 ? lo : hi) += (v.shape[d] - 1) * strides[d];
     }
     if (empty) lo = 0, hi = 0;
     first = lo - v.shift;
@@ -82,11 +85,12 @@ struct Buffer {
 
 // Offsets of every element of a view, in row-major index order.
 inline std::vector<int64_t> offsets_of(const View& v) {
+  const std::vector<int64_t> strides = strides_of(v);
   std::vector<int64_t> offsets = {0};
   for (size_t d = 0; d < v.shape.size(); ++d) {
     std::vector<int64_t> next;
     for (int64_t o : offsets)
-      for (int64_t i = 0; i < v.shape[d]; ++i) next.push_back(o + i * v.strides[d]);
+      for (int64_t i = 0; i < v.shape[d]; ++i) next.push_back(o + i * strides[d]);
     offsets.swap(next);
   }
   return offsets;
@@ -97,7 +101,8 @@ inline oprt_tensor_view_t c_view(const View& v, int dtype, void* data) {
   c.data = data;
   c.dtype = dtype;
   c.ndim = static_cast<int32_t>(v.shape.size());
-  for (size_t d = 0; d < v.shape.size(); ++d) c.shape[d] = v.shape[d], c.strides[d] = v.strides[d];
+  const std::vector<int64_t> strides = strides_of(v);
+  for (size_t d = 0; d < v.shape.size(); ++d) c.shape[d] = v.shape[d], c.strides[d] = strides[d];
   return c;
 }
 

@@ -33,7 +33,6 @@ struct Case {
 bool run(Case c, int dtype, uint32_t seed) {
   const auto start = std::chrono::steady_clock::now();
   const int esize = element_size(dtype);
-  if (c.src.strides.empty()) c.src.strides = contiguous_strides(c.src.shape);
   const int nd = static_cast<int>(c.src.shape.size());
   std::vector<bool> reduced(static_cast<size_t>(nd), false);
   for (int32_t d : c.dims) reduced[static_cast<size_t>(d < 0 ? d + nd : d)] = true;
@@ -42,7 +41,6 @@ bool run(Case c, int dtype, uint32_t seed) {
     if (!reduced[static_cast<size_t>(d)]) out_shape.push_back(c.src.shape[static_cast<size_t>(d)]);
     else if (c.keepdim) out_shape.push_back(1);
   if (c.out.shape.empty()) c.out.shape = out_shape;
-  if (c.out.strides.empty()) c.out.strides = contiguous_strides(c.out.shape);
 
   Buffer src(c.src, esize), out(c.out, esize);
   fill_random(src, dtype, seed);
@@ -62,7 +60,7 @@ bool run(Case c, int dtype, uint32_t seed) {
   if (!run.failure.empty()) return report(run.failure);
 
   // float64 reference: out index -> (sum, sum of magnitudes), walking src in index order.
-  std::vector<double> sum(static_cast<size_t>(offsets_of(View{out_shape, contiguous_strides(out_shape), 0}).size()), 0.0);
+  std::vector<double> sum(static_cast<size_t>(offsets_of(View{out_shape}).size()), 0.0);
   std::vector<double> magnitude(sum.size(), 0.0);
   const std::vector<int64_t> src_offsets = offsets_of(c.src);
   for (size_t i = 0; i < src_offsets.size(); ++i) {

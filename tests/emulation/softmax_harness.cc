@@ -51,19 +51,18 @@ std::vector<double> softmax_of(const std::vector<double>& x) {
 bool run(Case c, int dtype, uint32_t seed) {
   const auto start = std::chrono::steady_clock::now();
   const int esize = element_size(dtype);
-  if (c.src.strides.empty()) c.src.strides = contiguous_strides(c.src.shape);
   if (c.out.shape.empty()) c.out.shape = c.src.shape;
-  if (c.out.strides.empty()) c.out.strides = contiguous_strides(c.out.shape);
   const int nd = static_cast<int>(c.src.shape.size());
   const int dim = nd == 0 ? 0 : (c.dim < 0 ? c.dim + nd : c.dim);
 
   Buffer src(c.src, esize), out(c.out, esize);
   fill_random(src, dtype, seed, 4.0f);
   // Rows: every index with the softmax dim's left at 0, in row-major order.
-  View row_starts = c.src, out_row_starts = c.out;
+  // (the views' strides as given, before their shapes lose the softmax dim)
+  View row_starts{c.src.shape, strides_of(c.src), c.src.shift}, out_row_starts{c.out.shape, strides_of(c.out), c.out.shift};
   const int64_t length = nd == 0 ? 1 : c.src.shape[static_cast<size_t>(dim)];
-  const int64_t src_step = nd == 0 ? 0 : c.src.strides[static_cast<size_t>(dim)];
-  const int64_t out_step = nd == 0 ? 0 : c.out.strides[static_cast<size_t>(dim)];
+  const int64_t src_step = nd == 0 ? 0 : row_starts.strides[static_cast<size_t>(dim)];
+  const int64_t out_step = nd == 0 ? 0 : out_row_starts.strides[static_cast<size_t>(dim)];
   if (nd > 0) row_starts.shape[static_cast<size_t>(dim)] = out_row_starts.shape[static_cast<size_t>(dim)] = 1;
   const std::vector<int64_t> src_rows = offsets_of(row_starts), out_rows = offsets_of(out_row_starts);
   if (c.specials && length > 1) {
