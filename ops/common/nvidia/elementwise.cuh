@@ -22,9 +22,11 @@
 
 namespace oprt::nvidia {
 
-// Elements per thread vector: 16 bytes of the narrowest operand.
+// Elements per thread vector: 16 bytes of the narrowest operand (sizes in
+// bytes at create, types in the kernels).
+constexpr int elementwise_vector(int out_size, int in_size) { return 16 / (out_size < in_size ? out_size : in_size); }
 template <class Out, class In>
-constexpr int kElementwiseVec = 16 / (sizeof(Out) < sizeof(In) ? sizeof(Out) : sizeof(In));
+constexpr int kElementwiseVec = elementwise_vector(sizeof(Out), sizeof(In));
 constexpr int kElementwiseThreads = 256;
 constexpr int kElementwiseUnroll = 4;  // vectors in flight per thread
 // dense: one block per 128 x 2 vectors, no grid-stride loop (a "one-shot"
@@ -224,13 +226,16 @@ rows_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> ro
 // dense's one-shot grid, where `rows` runs a group per row chunk (idle
 // lanes on a short last chunk, a scalar read of a bias row whose vectors
 // are not aligned with out's) and short rows fall to `strided`.
+enum FlatInput : uint8_t {
+  kLikeOut,   // laid out like out: offset = the element's index
+  kGathered,  // offsets from the calculator
+  kPeriodic,  // gathered, stride 0 over every outer dim (a bias row): offset = position along the row * inner_stride
+};
 template <class Out, class In, int K>
 struct FlatArgs {
   Out* out;
   const In* in[K];
-  // 0: laid out like out (offset = the element's index); else offsets from the calculator, and 2: stride 0
-  // over every outer dim too (a bias row: offset = position along the row * inner_stride)
-  uint8_t gathered[K];
+  FlatInput gathered[K];
   int64_t inner_stride[K];   // gathered: stride along the innermost dim, 0 or 1
   int64_t inner_size;        // elements along the innermost dim
 };
@@ -307,14 +312,14 @@ flat_kernel(FlatArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> calc, int
 #pragma unroll
         for (int k = 0; k < K; ++k) {
           if constexpr (kShortRows) {
-            if (args.gathered[k] == 2) {
+            if (args.gathered[k] == kPeriodic) {
               x[k] = gather_periodic<In, VEC>(args.in[k], args.inner_stride[k], args.inner_size, offsets[K]);
               continue;
             }
           }
-          x[k] = args.gathered[k] ? gather_vector<In, VEC, K, Index>(args.in[k], args.inner_stride[k],
-                                                                     args.inner_size, calc, k, i, offsets)
-                                  : load_vec<In, VEC>(args.in[k] + i);
+          x[k] = args.gathered[k] == kLikeOut ? load_vec<In, VEC>(args.in[k] + i)
+                                              : gather_vector<In, VEC, K, Index>(args.in[k], args.inner_stride[k],
+                                                                                 args.inner_size, calc, k, i, offsets);
         }
       },
       [&](int64_t v, const Vec<In, VEC>(&x)[K]) {
@@ -480,8 +485,8 @@ void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout
         gathered |= layout.strides[k + 1][d] != layout.strides[0][d];
         if (d < layout.ndim - 1) periodic &= layout.strides[k + 1][d] == 0;
       }
-      flat.gathered[k] = gathered ? (periodic ? 2 : 1) : 0;
-      if (!flat.gathered[k]) aligned &= aligned16(inputs[k] + head);
+      flat.gathered[k] = gathered ? (periodic ? kPeriodic : kGathered) : kLikeOut;
+      if (!gathered) aligned &= aligned16(inputs[k] + head);
     }
     if (!aligned) head = numel;
     const int64_t vectors = (numel - head) / VEC;

@@ -35,8 +35,8 @@ struct CopyNvidia : oprt_descriptor {
   enum class Kind { kMemcpy, kElementwise, kTiles } kind = Kind::kElementwise;
   ElementwiseKind elementwise = ElementwiseKind::kStrided;
   StridedLayout<2> outer;  // tiles: the dims outside the transposed pair
-  bool vector_tiles = false;  // tiles: transpose_vec where both bases are 16-byte aligned at execute
-  bool shifted_tiles = false;  // tiles: transpose_vec_shift where src's base is 16-byte aligned at execute
+  // tiles: transpose_vec (both bases 16-byte aligned at execute) or transpose_vec_shift (src's), else transpose_tiled
+  enum class Tiles { kScalar, kVectors, kShiftedOut } tiles = Tiles::kScalar;
 };
 
 template <class Out>
@@ -194,19 +194,17 @@ transpose_vec_kernel(T* out, const T* src, OffsetCalc<2, uint32_t> outer, int64_
       // The segment's first aligned boundary, `lead` elements in; this thread's aligned vector starts at `first`.
       const int lead = (V - static_cast<int>(reinterpret_cast<uintptr_t>(segment) / sizeof(T) % V)) % V;
       const int first = across * V + lead;
-      if (across + (lead ? 1 : 0) < kVecTileSide && first + V <= cols_here) {
-        store_raw(segment + first, lead ? shifted_window<T>(own, next, lead * sizeof(T)) : own);
-      } else {  // the segment's or the row's end: the elements that are there
-        T both[2 * V];
+      const bool whole = across + (lead ? 1 : 0) < kVecTileSide && first + V <= cols_here;
+      if (whole) store_raw(segment + first, lead ? shifted_window<T>(own, next, lead * sizeof(T)) : own);
+      if (!whole || (across == 0 && lead)) {  // element by element: the elements that are there
+        T both[2 * V];  // own, then next
         memcpy(both, &own, sizeof own);
         memcpy(both + V, &next, sizeof next);
-        for (int e = 0; e < V; ++e)
-          if (first + e < cols_here && first + e < kSide) segment[first + e] = both[lead + e];
-      }
-      if (across == 0) {  // the elements before the first aligned boundary
-        T head[V];
-        memcpy(head, &own, sizeof own);
-        for (int e = 0; e < lead && e < cols_here; ++e) segment[e] = head[e];
+        if (!whole)  // the segment's or the row's end
+          for (int e = 0; e < V; ++e)
+            if (first + e < cols_here && first + e < kSide) segment[first + e] = both[lead + e];
+        if (across == 0)  // the elements before the first aligned boundary
+          for (int e = 0; e < lead && e < cols_here; ++e) segment[e] = both[e];
       }
     }
   }
@@ -224,8 +222,7 @@ CopyNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t*
   d->out_dtype = out.dtype;
   d->src_dtype = src.dtype;
   const StridedLayout<2>& l = d->layout;
-  const int narrowest = out.element_size() < src.element_size() ? out.element_size() : src.element_size();
-  d->elementwise = choose_elementwise_kind(l, 16 / narrowest);
+  d->elementwise = choose_elementwise_kind(l, elementwise_vector(out.element_size(), src.element_size()));
   const bool dense_both = l.ndim <= 1 && l.inner_stride(0) == 1 && l.inner_stride(1) == 1;
   // cudaMemcpyAsync of a size that is not whole 16-byte words is slow at
   // moderate sizes; the dense kernel copies those instead (H100,
@@ -256,9 +253,12 @@ CopyNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t*
     const bool src_vectors = out.dtype == src.dtype && l.shape[a] % vec == 0 && l.strides[1][b] % vec == 0 &&
                              strides_aligned16(d->outer, size) && tiles <= INT32_MAX;
     const bool out_vectors = l.shape[b] % vec == 0 && l.strides[0][a] % vec == 0;
-    d->vector_tiles = src_vectors && out_vectors && (vec_dtypes >= 2 || (vec_dtypes == 1 && size == 2));
-    d->shifted_tiles = src_vectors && !out_vectors && vec_dtypes >= 3;
-    d->variant = d->vector_tiles ? "transpose_vec" : d->shifted_tiles ? "transpose_vec_shift" : "transpose_tiled";
+    using Tiles = CopyNvidia::Tiles;
+    if (src_vectors && out_vectors && (vec_dtypes >= 2 || (vec_dtypes == 1 && size == 2))) d->tiles = Tiles::kVectors;
+    if (src_vectors && !out_vectors && vec_dtypes >= 3) d->tiles = Tiles::kShiftedOut;
+    d->variant = d->tiles == Tiles::kVectors      ? "transpose_vec"
+                 : d->tiles == Tiles::kShiftedOut ? "transpose_vec_shift"
+                                                  : "transpose_tiled";
   } else {
     d->variant = elementwise_kind_name(d->elementwise);
   }
@@ -284,8 +284,10 @@ void launch_vector_tiles(const CopyNvidia& d, T* out, const T* src, cudaStream_t
 template <class Out, class In>
 void launch_tiles(const CopyNvidia& d, Out* out, const In* src, cudaStream_t stream) {
   if constexpr (std::is_same_v<Out, In>) {
-    if (d.vector_tiles && aligned16(out) && aligned16(src)) return launch_vector_tiles<Out, false>(d, out, src, stream);
-    if (d.shifted_tiles && aligned16(src)) return launch_vector_tiles<Out, true>(d, out, src, stream);
+    using Tiles = CopyNvidia::Tiles;
+    if (d.tiles == Tiles::kVectors && aligned16(out) && aligned16(src))
+      return launch_vector_tiles<Out, false>(d, out, src, stream);
+    if (d.tiles == Tiles::kShiftedOut && aligned16(src)) return launch_vector_tiles<Out, true>(d, out, src, stream);
   }
   const StridedLayout<2>& l = d.layout;
   const int a = l.ndim - 2, b = l.ndim - 1;

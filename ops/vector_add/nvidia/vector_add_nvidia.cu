@@ -46,7 +46,7 @@ VectorAddNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_vi
   auto* d = new VectorAddNvidia;
   d->layout = elementwise_layout<3>({&out, &a, &b});
   d->dtype = out.dtype;
-  d->kind = choose_elementwise_kind(d->layout, 16 / out.element_size());
+  d->kind = choose_elementwise_kind(d->layout, elementwise_vector(out.element_size(), a.element_size()));
   d->variant = elementwise_kind_name(d->kind);
   return d;
 }
