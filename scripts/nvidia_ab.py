@@ -235,7 +235,8 @@ REDUCE_CONFIGS = [
 # out is a contiguous tensor of the source's shape
 COPY_CASES = [
     ("transpose_8192x8192", (8192, 8192), (1, 0), ("float32", "float16", "bfloat16")),
-    ("odd_16384x12289", (12289, 16384), (1, 0), ("float16",)),  # odd out rows: transpose_tiled
+    ("odd_16384x12289", (12289, 16384), (1, 0), ("float16",)),  # odd out rows: transpose_vec_shift
+    ("odd_8192x8191", (8191, 8192), (1, 0), ("float32", "bfloat16")),
     ("large_16384x16384", (16384, 16384), (1, 0), ("bfloat16",)),
     ("batched_32x2048x1024", (32, 1024, 2048), (0, 2, 1), ("float32", "bfloat16")),  # the inner two swapped
     ("permute_1024x512x64", (64, 1024, 512), (1, 2, 0), ("bfloat16",)),  # narrow: tiles half used in 16-bit
@@ -249,7 +250,7 @@ COPY_CONFIGS = [
     ("odd_memcpy", {"COPY_ODD_KERNEL": 0}),  # cudaMemcpyAsync where the bytes are not whole 16-byte words
     ("old_transpose", {"COPY_TRANSPOSE_VEC": 0}),  # transpose_tiled for every transpose (before transpose_vec)
     ("vec_16bit_only", {"COPY_TRANSPOSE_VEC": 1}),  # float32 on transpose_tiled
-    ("vec_shift", {"COPY_TRANSPOSE_VEC": 3}),  # odd out rows on transpose_vec_shift instead of transpose_tiled
+    ("no_shift", {"COPY_TRANSPOSE_VEC": 2}),  # odd out rows on transpose_tiled (before transpose_vec_shift was planned)
 ]
 
 # vector_add: (name, a's shape, b's shape (None: a's), dtypes)
@@ -268,8 +269,10 @@ ADD_CASES = [
     ("bias_16384x4096", (16384, 4096), (4096,), ("float32", "float16", "bfloat16")),
     ("bias_16384x12289", (16384, 12289), (12289,), ("float32", "bfloat16")),
     ("column_16384x4096", (16384, 4096), (16384, 1), ("float32", "bfloat16")),
-    ("short_4Mx3", (4 << 20, 3), (3,), ("float32", "bfloat16")),  # rows under 64: flat / strided
+    ("short_4Mx3", (4 << 20, 3), (3,), ("float32", "bfloat16")),  # rows under 64: flat (strided told)
     ("short_1Mx16", (1 << 20, 16), (16,), ("float32", "bfloat16")),
+    ("short_4Mx2", (4 << 20, 2), (2,), ("float32", "bfloat16")),
+    ("short_column_4Mx3", (4 << 20, 3), (4 << 20, 1), ("float32", "bfloat16")),  # b one value per row
 ]
 # (the eighteenth session's vectors-per-thread knob, 1 / 2 / 4, measured within 0.1-0.3 us everywhere and was
 # removed: docs/data/nvidia-h200-2026-12-04a-add-dense-unroll-ab.txt)

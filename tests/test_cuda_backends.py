@@ -124,21 +124,25 @@ VARIANT_CASES = [
     ("copy-convert-dense", "copy", [(1000, 1000)], "contiguous", {}, torch.float32),
     ("copy-rows", "copy", [(300, 1000)], "sliced-rows", {}, None),
     ("copy-strided", "copy", [(64, 50, 30)], "permuted", {}, None),
-    # odd rows (777 columns of out): the scalar tiles; whole 16-byte vectors: transpose_vec, with
+    # odd rows on both sides (1001 x 777): the scalar tiles; whole 16-byte vectors: transpose_vec, with
     # partial tiles (1000 x 776), batched (a dim outside the swapped pair), or a base one element
     # past a 16-byte boundary (planned transpose_vec, transpose_tiled runs)
-    ("copy-transpose-tiled", "copy", [(1000, 777)], "transposed", {"nvidia_variant": "transpose_tiled"}, None),
+    ("copy-transpose-tiled", "copy", [(1001, 777)], "transposed", {"nvidia_variant": "transpose_tiled"}, None),
     ("copy-transpose-vec", "copy", [(1024, 768)], "transposed", {"nvidia_variant": "transpose_vec"}, None),
     ("copy-transpose-vec-partial-tiles", "copy", [(1000, 776)], "transposed", {"nvidia_variant": "transpose_vec"},
      None),
     ("copy-transpose-vec-batched", "copy", [(3, 200, 136)], "batch-transposed", {"nvidia_variant": "transpose_vec"},
      None),
     ("copy-transpose-vec-unaligned-base", "copy", [(1000, 776)], "transposed-offset", {}, None),
-    # out rows not whole vectors (777), told: transpose_vec_shift (16-byte src loads, shifted out stores)
-    ("copy-transpose-vec-shift", "copy", [(1000, 777)], "transposed",
-     {"tune": {"COPY_TRANSPOSE_VEC": 3}, "nvidia_variant": "transpose_vec_shift"}, None),
+    # out rows not whole vectors (777): transpose_vec_shift (16-byte src loads, shifted out stores)
+    ("copy-transpose-vec-shift", "copy", [(1000, 777)], "transposed", {"nvidia_variant": "transpose_vec_shift"}, None),
     ("copy-transpose-vec-shift-batched", "copy", [(3, 200, 137)], "batch-transposed",
-     {"tune": {"COPY_TRANSPOSE_VEC": 3}, "nvidia_variant": "transpose_vec_shift"}, None),
+     {"nvidia_variant": "transpose_vec_shift"}, None),
+    # out's base one element past a 16-byte boundary, rows whole vectors: planned transpose_vec, the shift runs
+    ("copy-transpose-vec-out-offset", "copy", [(1024, 768)], "transposed",
+     {"out_offset": True, "nvidia_variant": "transpose_vec"}, None),
+    ("copy-transpose-odd-told-tiled", "copy", [(1000, 777)], "transposed",
+     {"tune": {"COPY_TRANSPOSE_VEC": 2}, "nvidia_variant": "transpose_tiled"}, None),
     ("copy-broadcast", "copy", [(1, 513)], "expand-rows", {}, None),
     ("add-dense", "vector_add", [(1 << 20,), (1 << 20,)], "contiguous", {}, None),
     ("add-dense-unaligned", "vector_add", [(100003,), (100003,)], "offset", {}, None),
@@ -156,9 +160,11 @@ VARIANT_CASES = [
     ("add-flat-unaligned", "vector_add", [(300, 1001), (1001,)], "offset", _FLAT, None),
     ("copy-flat-row", "copy", [(1, 513)], "expand-rows", _FLAT, None),
     ("copy-flat-column-convert", "copy", [(700, 5)], "expand-columns", _FLAT, torch.float32),
-    # planned flat: rows not whole vectors (1001), short rows of a vector or more (16); told back to rows
+    # planned flat: rows not whole vectors (1001), short rows (16, and 3: under a vector); told back to rows
     ("add-flat-bias-odd-planned", "vector_add", [(300, 1001), (1001,)], "contiguous", {"nvidia_variant": "flat"}, None),
     ("add-flat-short-rows-planned", "vector_add", [(4099, 16), (16,)], "contiguous", {"nvidia_variant": "flat"},
+     None),
+    ("add-flat-shorter-rows-planned", "vector_add", [(4099, 3), (3,)], "contiguous", {"nvidia_variant": "flat"},
      None),
     ("add-rows-bias-odd-told", "vector_add", [(300, 1001), (1001,)], "contiguous",
      {"tune": {"ELEMENTWISE_FLAT": 0}, "nvidia_variant": "rows"}, None),
@@ -444,6 +450,8 @@ def test_variant(cuda_backend, case, dt, record_property, monkeypatch, request):
     if op == "copy":
         src = inputs[0]
         out = torch.full(src.shape, float("nan"), dtype=out_dtype or dt, device="cuda")
+        if params.get("out_offset"):
+            out = _offset(out)
         with oprt.prepare_copy(out, src, backend=cuda_backend) as prepared:
             prepared.run()
             variant = prepared.variant

@@ -121,11 +121,17 @@ int main() {
       {"transpose-misaligned-base", {256, 192}, {{192, 1}, {1, 256}}, {0, 1}},
       {"transpose-3d", {3, 64, 40}, {{2560, 40, 1}, {2560, 1, 64}}},
       {"transpose-tiled-only", {256, 192}, {{192, 1}, {1, 256}}, {}, {{"COPY_TRANSPOSE_VEC", "0"}}},
-      // transpose_vec_shift (told): out rows not whole vectors, out's base anywhere, partial tiles, batched
-      {"transpose-odd-shift", {128, 77}, {{77, 1}, {1, 128}}, {}, {{"COPY_TRANSPOSE_VEC", "3"}}},
-      {"transpose-odd-shift-wide", {64, 300}, {{300, 1}, {1, 64}}, {}, {{"COPY_TRANSPOSE_VEC", "3"}}},
-      {"transpose-odd-shift-out-base", {64, 300}, {{300, 1}, {1, 64}}, {3, 0}, {{"COPY_TRANSPOSE_VEC", "3"}}},
-      {"transpose-3d-odd-shift", {3, 64, 41}, {{2624, 41, 1}, {2624, 1, 64}}, {}, {{"COPY_TRANSPOSE_VEC", "3"}}},
+      // transpose_vec_shift: out rows not whole vectors, out's base anywhere (also where transpose_vec is
+      // planned: rows whole vectors), partial tiles, a row's last tile column past the kSide ones (250,
+      // 256 + a shifted base), batched; told back to the scalar tiles
+      {"transpose-odd-shift", {128, 77}, {{77, 1}, {1, 128}}},
+      {"transpose-odd-shift-wide", {64, 300}, {{300, 1}, {1, 64}}},
+      {"transpose-odd-shift-out-base", {64, 300}, {{300, 1}, {1, 64}}, {3, 0}},
+      {"transpose-shift-tile-end", {136, 250}, {{250, 1}, {1, 136}}},
+      {"transpose-shift-out-base-whole", {64, 256}, {{256, 1}, {1, 64}}, {3, 0}},
+      {"transpose-shift-out-base-one-tile", {32, 128}, {{128, 1}, {1, 32}}, {1, 0}},
+      {"transpose-3d-odd-shift", {3, 64, 41}, {{2624, 41, 1}, {2624, 1, 64}}},
+      {"transpose-odd-told-tiled", {64, 300}, {{300, 1}, {1, 64}}, {}, {{"COPY_TRANSPOSE_VEC", "2"}}},
       {"permuted", {20, 30, 40}, {{1200, 40, 1}, {40, 800, 1}}},
       {"strided", {50, 60}, {{1, 50}, {120, 2}}},
   };

@@ -231,6 +231,17 @@ enum FlatInput : uint8_t {
   kGathered,  // offsets from the calculator
   kPeriodic,  // gathered, stride 0 over every outer dim (a bias row): offset = position along the row * inner_stride
 };
+// How flat reads input k (operand k + 1) of a coalesced layout.
+template <int N>
+FlatInput flat_input(const StridedLayout<N>& l, int k) {
+  bool gathered = false, periodic = true;
+  for (int d = 0; d < l.ndim; ++d) {
+    gathered |= l.strides[k + 1][d] != l.strides[0][d];
+    if (d < l.ndim - 1) periodic &= l.strides[k + 1][d] == 0;
+  }
+  return gathered ? (periodic ? kPeriodic : kGathered) : kLikeOut;
+}
+
 template <class Out, class In, int K>
 struct FlatArgs {
   Out* out;
@@ -377,15 +388,15 @@ bool flat_layout(const StridedLayout<N>& l) {
 }
 
 // flat instead of rows / strided where their rows cannot be whole 16-byte
-// vectors (`vector` elements): rows too short for `rows` but at least one
-// vector long, and rows that are not a whole number of vectors. Measured on
-// an H100 (docs/data/nvidia-h100-2026-12-05-add-flat-ab.txt, bias adds):
-// float32 2047x2053 16.8 -> 13.9 us, 16384x12289 597.6 -> 531.7, 1Mx16
-// 62.1 -> 44.6, bfloat16 1Mx16 60.8 -> 27.7; 16-bit odd widths level; but on
-// whole-vector rows `rows` stays ahead in 16-bit (16384x4096 89.5 vs 101.1
-// us) and level in float32, and 3-wide float32 rows ran 7% slower flat
-// (before flat_kernel's kShortRows path, written since and not yet timed:
-// scripts/nvidia_ab.py --only add --configs planned flat --cases short).
+// vectors (`vector` elements): rows too short for `rows` (under 64 elements)
+// and rows that are not a whole number of vectors. Measured on an H100
+// (docs/data/nvidia-h100-2026-12-05-add-flat-ab.txt, bias adds): float32
+// 2047x2053 16.8 -> 13.9 us, 16384x12289 597.6 -> 531.7, 1Mx16 62.1 -> 44.6;
+// bfloat16 1Mx16 60.8 -> 27.7; rows shorter than a vector (flat_kernel's
+// kShortRows path, nvidia-h100-2026-12-05b-add-short-flat-ab.txt, a bias
+// row): 4Mx3 float32 46.8 -> 33.5, bfloat16 46.0 -> 25.0; 4Mx2 33.2 -> 23.0,
+// 32.7 -> 18.5. On whole-vector rows `rows` stays ahead in 16-bit (16384x4096
+// 89.5 vs 101.1 us) and level in float32.
 // OPRT_TUNE_ELEMENTWISE_FLAT (A/B): 1 = flat wherever it applies, 0 = never.
 template <int N>
 ElementwiseKind choose_elementwise_kind(const StridedLayout<N>& l, int vector) {
@@ -396,7 +407,10 @@ ElementwiseKind choose_elementwise_kind(const StridedLayout<N>& l, int vector) {
   for (int k = 1; k < N; ++k) rows &= l.inner_stride(k) == 1 || l.inner_stride(k) == 0;
   const int64_t flat_told = tuned("ELEMENTWISE_FLAT", -1);
   if (flat_told != 0 && flat_layout(l)) {
-    const bool short_rows = l.inner_size() < kMinRowLength && l.inner_size() >= vector;
+    // (below a vector only where no input needs the calculator per element:
+    // a column broadcast into 4Mx3 ran 52.9 us flat, 48.7 strided, float32)
+    bool short_rows = l.inner_size() < kMinRowLength;
+    for (int k = 0; k + 1 < N && l.inner_size() < vector; ++k) short_rows &= flat_input(l, k) != kGathered;
     if (flat_told == 1 || short_rows || (rows && l.inner_size() % vector != 0)) return ElementwiseKind::kFlat;
   }
   return rows ? ElementwiseKind::kRows : ElementwiseKind::kStrided;
@@ -480,13 +494,8 @@ void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout
     for (int k = 0; k < K; ++k) {
       flat.in[k] = inputs[k];
       flat.inner_stride[k] = layout.inner_stride(k + 1);
-      bool gathered = false, periodic = true;
-      for (int d = 0; d < layout.ndim; ++d) {
-        gathered |= layout.strides[k + 1][d] != layout.strides[0][d];
-        if (d < layout.ndim - 1) periodic &= layout.strides[k + 1][d] == 0;
-      }
-      flat.gathered[k] = gathered ? (periodic ? kPeriodic : kGathered) : kLikeOut;
-      if (!gathered) aligned &= aligned16(inputs[k] + head);
+      flat.gathered[k] = flat_input(layout, k);
+      if (flat.gathered[k] == kLikeOut) aligned &= aligned16(inputs[k] + head);
     }
     if (!aligned) head = numel;
     const int64_t vectors = (numel - head) / VEC;

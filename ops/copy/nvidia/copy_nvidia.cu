@@ -9,8 +9,9 @@
 //   transpose_vec    out and src contiguous along different dims, same dtype,
 //                    every row start 16-byte aligned and both sizes whole
 //                    16-byte vectors: 16-byte loads and stores on both sides
-//   transpose_vec_shift  (when told) the same with out's rows any length:
-//                    16-byte src loads, out vectors shifted into alignment
+//   transpose_vec_shift  the same with out's rows any length or its base
+//                    anywhere: 16-byte src loads, out vectors shifted into
+//                    alignment
 //   transpose_tiled  the other transposes (conversions, odd sizes, misaligned
 //                    bases at execute): 64x64 tiles of scalars through shared
 //                    memory, so reads and writes both coalesce
@@ -37,6 +38,7 @@ struct CopyNvidia : oprt_descriptor {
   StridedLayout<2> outer;  // tiles: the dims outside the transposed pair
   // tiles: transpose_vec (both bases 16-byte aligned at execute) or transpose_vec_shift (src's), else transpose_tiled
   enum class Tiles { kScalar, kVectors, kShiftedOut } tiles = Tiles::kScalar;
+  bool shift_if_out_misaligned = false;  // kVectors: transpose_vec_shift where only out's base is not 16-byte aligned
 };
 
 template <class Out>
@@ -126,18 +128,29 @@ __device__ __forceinline__ Raw16 block_column(const Raw16 (&rows)[kVec16<T>], in
   return column;
 }
 
+// Tiles along out's columns (c): kSide columns each, and for transpose_vec_shift
+// one more where a row's last tile may reach V - 1 columns past a kSide
+// boundary (its tiles start up to V - 1 columns before one, below).
+__host__ __device__ constexpr int64_t vector_tiles_across(int64_t cols, int64_t side, int64_t vec, bool shifted) {
+  return (cols + side - 1 + (shifted ? vec - 1 : 0)) / side;
+}
+
 // out[r * out_row + c] = src[r + c * src_col], as transpose_kernel, for T of
 // 2 or 4 bytes with src_col, out_row, rows, cols, the outer strides and both
 // bases all multiples of 16 bytes (so a vector never straddles a row's end).
 // 4 blocks per SM (16-bit: 64 registers, 4 x 32 KB of shared memory): up to
 // 128 KB of loads in flight per SM while other blocks store.
-// kShiftOut (transpose_vec_shift, not planned): out_row, cols and out's base
-// anything (src's side as above). A row's 16 threads each hold a vector of
-// the row's 16-vector segment; each stores the aligned out vector that
-// starts inside its own, completed from its neighbour's by a shuffle, and
-// the segment's two ends (thread 0's elements before the first aligned
-// boundary; what the last aligned vector holds past the segment, or past
-// the row's end) go element by element.
+// kShiftOut (transpose_vec_shift): out_row, cols and out's base anything
+// (src's side as above). Every out store is a whole aligned 16-byte vector
+// (scalar end stores, a partial sector each, had the H100's L2 92% busy at
+// 1.55 TB/s): out row r's part of tile column k is [k * kSide - s, (k + 1)
+// * kSide - s), s = that row's elements from its aligned boundary at or
+// before k * kSide to k * kSide (the same s for every k), so the tiles of a
+// row meet at aligned boundaries. A tile also loads the V src rows before
+// its first (the columns s reaches back to) into V extra stage rows; each
+// thread stores the aligned vector made of its left neighbour's last s
+// elements (a shuffle; thread 0 takes them from the extra rows) and its own
+// first V - s. Only the vectors at a row's two ends go element by element.
 template <class T, bool kShiftOut>
 __global__ void __launch_bounds__(kVecTileThreads, 4)
 transpose_vec_kernel(T* out, const T* src, OffsetCalc<2, uint32_t> outer, int64_t rows, int64_t cols, int64_t out_row,
@@ -147,7 +160,8 @@ transpose_vec_kernel(T* out, const T* src, OffsetCalc<2, uint32_t> outer, int64_
   // either phase the 8 threads sharing a 16-byte access phase hit 8
   // different 16-byte bank groups (writes: 8 rows V apart; reads: 8
   // neighbouring vectors of one row), so neither side has bank conflicts.
-  __shared__ Raw16 stage[kSide][kVecTileSide];
+  // kShiftOut: rows kSide + j hold src row c0 - V + j as loaded (vector a: r = a * V ...).
+  __shared__ Raw16 stage[kSide + (kShiftOut ? V : 0)][kVecTileSide];
   const auto slot = [&](int r, int c_vec) -> Raw16& { return stage[r][c_vec ^ (r / V % kVecTileSide)]; };
   // A thread's place in a 16 x 16 grid of vectors: `across` walks the
   // contiguous dim of the side being accessed (src's r, then out's c), `down` its rows.
@@ -161,6 +175,11 @@ transpose_vec_kernel(T* out, const T* src, OffsetCalc<2, uint32_t> outer, int64_
   const int cols_here = static_cast<int>(cols - c0 < kSide ? cols - c0 : kSide);
   int64_t base[2];
   outer.get(o, base);
+  if constexpr (kShiftOut) {  // the V src rows before c0, a vector per thread of the first V * 16
+    const int j = threadIdx.x / kVecTileSide;
+    if (c0 > 0 && j < V && across * V < rows_here && c0 - V + j < cols)
+      stage[kSide + j][across] = load_raw(src + base[1] + r0 + across * V + (c0 - V + j) * src_col);
+  }
   // Load src rows c0 + down * V + k, the vector at r0 + across * V; all loads in flight at once.
   Raw16 block[V] = {};
   const T* p = src + base[1] + r0 + across * V + (c0 + down * V) * src_col;
@@ -182,29 +201,33 @@ transpose_vec_kernel(T* out, const T* src, OffsetCalc<2, uint32_t> outer, int64_
       if (r < rows_here && across * V < cols_here) store_raw(q, slot(r, across));
     }
   } else {
-    T* segment = out + base[0] + (r0 + down) * out_row + c0;  // out row r0 + r from column c0 on
+    T* at_c0 = out + base[0] + (r0 + down) * out_row + c0;  // out row r0 + r, column c0
 #pragma unroll 1
-    for (int i = 0; i < V; ++i, segment += kVecTileSide * out_row) {
+    for (int i = 0; i < V; ++i, at_c0 += kVecTileSide * out_row) {
       const int r = i * kVecTileSide + down;
       const Raw16 own = slot(r, across);
-      Raw16 next;  // the vector of the thread on the right (every lane shuffles: the rows' validity differs)
+      Raw16 left;  // the left neighbour's vector (every lane shuffles: the rows' validity differs)
 #pragma unroll
-      for (int k = 0; k < 4; ++k) next.w[k] = __shfl_down_sync(0xffffffffu, own.w[k], 1, kVecTileSide);
+      for (int k = 0; k < 4; ++k) left.w[k] = __shfl_up_sync(0xffffffffu, own.w[k], 1, kVecTileSide);
       if (r >= rows_here) continue;
-      // The segment's first aligned boundary, `lead` elements in; this thread's aligned vector starts at `first`.
-      const int lead = (V - static_cast<int>(reinterpret_cast<uintptr_t>(segment) / sizeof(T) % V)) % V;
-      const int first = across * V + lead;
-      const bool whole = across + (lead ? 1 : 0) < kVecTileSide && first + V <= cols_here;
-      if (whole) store_raw(segment + first, lead ? shifted_window<T>(own, next, lead * sizeof(T)) : own);
-      if (!whole || (across == 0 && lead)) {  // element by element: the elements that are there
-        T both[2 * V];  // own, then next
-        memcpy(both, &own, sizeof own);
-        memcpy(both + V, &next, sizeof next);
-        if (!whole)  // the segment's or the row's end
-          for (int e = 0; e < V; ++e)
-            if (first + e < cols_here && first + e < kSide) segment[first + e] = both[lead + e];
-        if (across == 0)  // the elements before the first aligned boundary
-          for (int e = 0; e < lead && e < cols_here; ++e) segment[e] = both[e];
+      const int s = static_cast<int>(reinterpret_cast<uintptr_t>(at_c0) / sizeof(T) % V);
+      const int64_t first = c0 - s + across * V;  // the column this thread's aligned vector starts at
+      if (across == 0 && s != 0 && c0 > 0) {  // columns c0 - V .. c0 - 1 of row r, from the extra stage rows
+        T lead[V];
+#pragma unroll
+        for (int j = 0; j < V; ++j) lead[j] = reinterpret_cast<const T*>(&stage[kSide + j][r / V])[r % V];
+        memcpy(&left, lead, sizeof left);
+      }
+      const Raw16 window = s ? shifted_window<T>(left, own, (V - s) * sizeof(T)) : own;
+      T* q = at_c0 - s + across * V;  // 16-byte aligned
+      if (first >= 0 && first + V <= cols) {
+        store_raw(q, window);
+      } else {  // a row's first or last vector: the elements that are in the row
+        T elements[V];
+        memcpy(elements, &window, sizeof window);
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          if (first + e >= 0 && first + e < cols) q[e] = elements[e];
       }
     }
   }
@@ -241,21 +264,25 @@ CopyNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t*
     // outer strides multiples of 16 bytes, so that with aligned bases (checked
     // at execute) every vector is aligned and lies within its row; and fewer
     // than 2^31 tiles (a block each).
-    // OPRT_TUNE_COPY_TRANSPOSE_VEC (A/B): 2 = 16-bit and float32 (planned),
-    // 1 = 16-bit only, 0 = transpose_tiled for every transpose (as before).
-    // 3 = also transpose_vec_shift where only out's side is not whole
-    // vectors (written without a GPU, emulated; not planned until timed).
-    const int64_t vec_dtypes = tuned("COPY_TRANSPOSE_VEC", 2);
+    // Where only out's side is not whole vectors, transpose_vec_shift (H100,
+    // 16384x12289 float16: 568.8 -> 521.3 us against transpose_tiled,
+    // docs/data/nvidia-h100-2026-12-05b-copy-shift-ab.txt).
+    // OPRT_TUNE_COPY_TRANSPOSE_VEC (A/B): 3 = planned; 2 = transpose_vec only
+    // where both sides are whole vectors (before the twenty-ninth session),
+    // 1 = 16-bit only, 0 = transpose_tiled for every transpose.
+    const int64_t vec_dtypes = tuned("COPY_TRANSPOSE_VEC", 3);
     const int size = out.element_size();
     const int64_t vec = 16 / size, side = kVecTileSide * vec;
     const int a = l.ndim - 2, b = l.ndim - 1;
-    const int64_t tiles = d->outer.numel() * ceil_div(l.shape[a], side) * ceil_div(l.shape[b], side);
+    // (the shifted tile count: it bounds transpose_vec's too)
+    const int64_t tiles = d->outer.numel() * ceil_div(l.shape[a], side) * vector_tiles_across(l.shape[b], side, vec, true);
     const bool src_vectors = out.dtype == src.dtype && l.shape[a] % vec == 0 && l.strides[1][b] % vec == 0 &&
                              strides_aligned16(d->outer, size) && tiles <= INT32_MAX;
     const bool out_vectors = l.shape[b] % vec == 0 && l.strides[0][a] % vec == 0;
     using Tiles = CopyNvidia::Tiles;
     if (src_vectors && out_vectors && (vec_dtypes >= 2 || (vec_dtypes == 1 && size == 2))) d->tiles = Tiles::kVectors;
     if (src_vectors && !out_vectors && vec_dtypes >= 3) d->tiles = Tiles::kShiftedOut;
+    d->shift_if_out_misaligned = d->tiles == Tiles::kVectors && vec_dtypes >= 3;
     d->variant = d->tiles == Tiles::kVectors      ? "transpose_vec"
                  : d->tiles == Tiles::kShiftedOut ? "transpose_vec_shift"
                                                   : "transpose_tiled";
@@ -273,7 +300,7 @@ void launch_vector_tiles(const CopyNvidia& d, T* out, const T* src, cudaStream_t
   const StridedLayout<2>& l = d.layout;
   const int a = l.ndim - 2, b = l.ndim - 1;
   const int64_t tiles_r = ceil_div(l.shape[a], kVecTileSide * kVec16<T>);
-  const int64_t tiles_c = ceil_div(l.shape[b], kVecTileSide * kVec16<T>);
+  const int64_t tiles_c = vector_tiles_across(l.shape[b], kVecTileSide * kVec16<T>, kVec16<T>, kShiftOut);
   const auto tiles = static_cast<unsigned>(d.outer.numel() * tiles_r * tiles_c);
   transpose_vec_kernel<T, kShiftOut><<<tiles, kVecTileThreads, 0, stream>>>(
       out, src, OffsetCalc<2, uint32_t>(d.outer), l.shape[a], l.shape[b], l.strides[0][a], l.strides[1][b], tiles_r,
@@ -287,7 +314,8 @@ void launch_tiles(const CopyNvidia& d, Out* out, const In* src, cudaStream_t str
     using Tiles = CopyNvidia::Tiles;
     if (d.tiles == Tiles::kVectors && aligned16(out) && aligned16(src))
       return launch_vector_tiles<Out, false>(d, out, src, stream);
-    if (d.tiles == Tiles::kShiftedOut && aligned16(src)) return launch_vector_tiles<Out, true>(d, out, src, stream);
+    if ((d.tiles == Tiles::kShiftedOut || d.shift_if_out_misaligned) && aligned16(src))
+      return launch_vector_tiles<Out, true>(d, out, src, stream);
   }
   const StridedLayout<2>& l = d.layout;
   const int a = l.ndim - 2, b = l.ndim - 1;

@@ -503,6 +503,11 @@ T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
   return emu::shuffle(mask, v, [=](int lane) { return lane % width + step < width ? lane + step : lane; });
 }
 template <class T>
+T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  const int step = static_cast<int>(delta);
+  return emu::shuffle(mask, v, [=](int lane) { return lane % width >= step ? lane - step : lane; });
+}
+template <class T>
 T __shfl_sync(unsigned mask, T v, int source, int width = 32) {
   return emu::shuffle(mask, v, [=](int lane) { return lane / width * width + source % width; });
 }
