@@ -48,14 +48,15 @@ CASES = [
     ("copy-odd-bytes-16bit", "copy", (100003,), [(1,)], BF16, BF16, {}, "dense"),
     ("copy-odd-bytes-told-memcpy", "copy", (100003,), [(1,)], F32, F32, ODD_MEMCPY, "memcpy"),
     ("copy-whole-words-told", "copy", (100000,), [(1,)], F32, F32, ODD, "memcpy"),
-    # flat where rows cannot be whole 16-byte vectors (4 float32 / 8 16-bit elements), rows otherwise
+    # flat where float32 rows cannot be whole 16-byte vectors (4 elements), rows otherwise (16-bit: rows)
     ("copy-sliced-rows", "copy", (300, 1000), [(1024, 1)], F32, F32, {}, "rows"),
     ("copy-sliced-rows-flat", "copy", (300, 1000), [(1024, 1)], F32, F32, FLAT, "flat"),
     ("copy-sliced-rows-odd", "copy", (300, 1001), [(1024, 1)], F32, F32, {}, "flat"),
     ("copy-broadcast-row", "copy", (700, 512), [(0, 1)], F16, F16, {}, "rows"),
-    ("copy-broadcast-row-odd", "copy", (700, 513), [(0, 1)], F16, F16, {}, "flat"),
+    ("copy-broadcast-row-odd", "copy", (700, 513), [(0, 1)], F16, F16, {}, "rows"),
+    ("copy-broadcast-row-odd-f32", "copy", (700, 513), [(0, 1)], F32, F32, {}, "flat"),
     ("copy-broadcast-row-odd-told-rows", "copy", (700, 513), [(0, 1)], F16, F16, NO_FLAT, "rows"),
-    ("copy-broadcast-row-convert", "copy", (700, 516), [(0, 1)], F32, BF16, {}, "flat"),  # 8-element vectors
+    ("copy-broadcast-row-convert", "copy", (700, 516), [(0, 1)], F32, BF16, {}, "rows"),  # 8-element vectors
     ("copy-broadcast-column-flat", "copy", (700, 5), [(1, 0)], F32, BF16, FLAT, "flat"),
     ("copy-transpose-vec", "copy", (1024, 768), [(1, 1024)], BF16, BF16, {}, "transpose_vec"),
     ("copy-transpose-vec-flat", "copy", (1024, 768), [(1, 1024)], BF16, BF16, FLAT, "transpose_vec"),
@@ -73,12 +74,13 @@ CASES = [
     ("add-scalar", "vector_add", (4096,), [(1,), (0,)], BF16, BF16, FLAT, "dense"),
     ("add-bias", "vector_add", (512, 1000), [(1000, 1), (0, 1)], F32, F32, {}, "rows"),
     ("add-bias-16bit", "vector_add", (512, 1024), [(1024, 1), (0, 1)], BF16, BF16, {}, "rows"),
-    ("add-bias-16bit-flat", "vector_add", (512, 1004), [(1004, 1), (0, 1)], BF16, BF16, {}, "flat"),
+    ("add-bias-16bit-odd", "vector_add", (512, 1004), [(1004, 1), (0, 1)], BF16, BF16, {}, "rows"),
     ("add-bias-flat", "vector_add", (512, 1000), [(1000, 1), (0, 1)], F32, F32, FLAT, "flat"),
     ("add-bias-odd", "vector_add", (512, 2053), [(2053, 1), (0, 1)], F32, F32, {}, "flat"),
     ("add-bias-odd-told-rows", "vector_add", (512, 2053), [(2053, 1), (0, 1)], F32, F32, NO_FLAT, "rows"),
     ("add-column", "vector_add", (300, 1024), [(1024, 1), (1, 0)], BF16, BF16, {}, "rows"),
-    ("add-column-flat", "vector_add", (300, 1001), [(1001, 1), (1, 0)], BF16, BF16, {}, "flat"),
+    ("add-column-odd-16bit", "vector_add", (300, 1001), [(1001, 1), (1, 0)], BF16, BF16, {}, "rows"),
+    ("add-column-flat", "vector_add", (300, 1001), [(1001, 1), (1, 0)], F32, F32, {}, "flat"),
     # rows under 64 elements: flat, also below a vector (strided when told)
     ("add-short-rows", "vector_add", (4099, 3), [(3, 1), (0, 1)], F32, F32, {}, "flat"),
     ("add-short-rows-told-strided-f32", "vector_add", (4099, 3), [(3, 1), (0, 1)], F32, F32, NO_FLAT, "strided"),

@@ -112,6 +112,7 @@ int main() {
       {"contiguous-odd-memcpy", {10001}, {}, {}, {{"COPY_ODD_KERNEL", "0"}}},
       {"contiguous-head", {10001}, {}, {3, 3}},
       {"rows-sliced", {100, 300}, {{300, 1}, {320, 1}}},
+      {"rows-sliced-shifted", {100, 300}, {{300, 1}, {303, 1}}},  // src aligned unlike out
       {"broadcast-row", {50, 300}, {{300, 1}, {0, 1}}},
       {"broadcast-row-odd", {50, 301}, {{301, 1}, {0, 1}}},
       {"broadcast-row-odd-rows", {50, 301}, {{301, 1}, {0, 1}}, {}, {{"ELEMENTWISE_FLAT", "0"}}},
@@ -140,6 +141,7 @@ int main() {
       {"add-head", {10001}, {}, {1, 1, 1}},
       {"add-bias", {70, 1001}, {{1001, 1}, {1001, 1}, {0, 1}}},
       {"add-bias-rows", {70, 1001}, {{1001, 1}, {1001, 1}, {0, 1}}, {}, {{"ELEMENTWISE_FLAT", "0"}}},
+      {"add-bias-rows-long", {9, 5003}, {{5003, 1}, {5003, 1}, {0, 1}}, {}, {{"ELEMENTWISE_FLAT", "0"}}},
       {"add-bias-whole-vectors", {70, 1024}, {{1024, 1}, {1024, 1}, {0, 1}}},
       {"add-bias-whole-vectors-flat", {70, 1024}, {{1024, 1}, {1024, 1}, {0, 1}}, {}, {{"ELEMENTWISE_FLAT", "1"}}},
       {"add-short-rows", {300, 3}, {{3, 1}, {3, 1}, {0, 1}}},

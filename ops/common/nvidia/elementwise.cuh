@@ -165,7 +165,10 @@ rows_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> ro
     };
     // Vectors start where out is 16-byte aligned; an input aligned
     // differently there (e.g. a bias row against odd-width rows) is read
-    // element by element into the same vectors.
+    // element by element into the same vectors. (Reading it as the two
+    // aligned 16-byte words its vector straddles, shifted into place, was no
+    // faster in 16-bit and 4% slower in float32 on an H100:
+    // docs/data/nvidia-h100-2026-12-05d-add-rows-shifted-loads-ab.txt.)
     int64_t head = elements_to_alignment(out + begin);
     if (head > end - begin) head = end - begin;
     const int64_t vec_begin = begin + head;
@@ -389,8 +392,8 @@ bool flat_layout(const StridedLayout<N>& l) {
 
 // flat instead of rows / strided where their rows cannot be whole 16-byte
 // vectors (`vector` elements): rows too short for `rows` (under 64 elements)
-// and rows that are not a whole number of vectors. Measured on an H100
-// (docs/data/nvidia-h100-2026-12-05-add-flat-ab.txt, bias adds): float32
+// and, in float32, rows that are not a whole number of vectors. Measured on
+// an H100 (docs/data/nvidia-h100-2026-12-05-add-flat-ab.txt, bias adds): float32
 // 2047x2053 16.8 -> 13.9 us, 16384x12289 597.6 -> 531.7, 1Mx16 62.1 -> 44.6;
 // bfloat16 1Mx16 60.8 -> 27.7; rows shorter than a vector (flat_kernel's
 // kShortRows path, nvidia-h100-2026-12-05b-add-short-flat-ab.txt, a bias
@@ -411,7 +414,10 @@ ElementwiseKind choose_elementwise_kind(const StridedLayout<N>& l, int vector) {
     // a column broadcast into 4Mx3 ran 52.9 us flat, 48.7 strided, float32)
     bool short_rows = l.inner_size() < kMinRowLength;
     for (int k = 0; k + 1 < N && l.inner_size() < vector; ++k) short_rows &= flat_input(l, k) != kGathered;
-    if (flat_told == 1 || short_rows || (rows && l.inner_size() % vector != 0)) return ElementwiseKind::kFlat;
+    // (rows not whole vectors: float32 only; H200 bfloat16 16384x12289 rows
+    // 248.8 us, flat 264.8, 2047x2053 level; H100 level)
+    const bool odd_rows = rows && l.inner_size() % vector != 0 && vector <= 4;
+    if (flat_told == 1 || short_rows || odd_rows) return ElementwiseKind::kFlat;
   }
   return rows ? ElementwiseKind::kRows : ElementwiseKind::kStrided;
 }
