@@ -264,9 +264,10 @@ CopyNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t*
     // outer strides multiples of 16 bytes, so that with aligned bases (checked
     // at execute) every vector is aligned and lies within its row; and fewer
     // than 2^31 tiles (a block each).
-    // Where only out's side is not whole vectors, transpose_vec_shift (H100,
-    // 16384x12289 float16: 568.8 -> 521.3 us against transpose_tiled,
-    // docs/data/nvidia-h100-2026-12-05b-copy-shift-ab.txt).
+    // Where only out's side is not whole vectors, transpose_vec_shift
+    // (16384x12289 float16 against transpose_tiled: H100 563 -> 296 us, H200
+    // 433 -> 206; docs/data/nvidia-h100-2026-12-05b-copy-shift-ab.txt,
+    // nvidia-h200-2026-12-05c-copy-odd-ab.txt).
     // OPRT_TUNE_COPY_TRANSPOSE_VEC (A/B): 3 = planned; 2 = transpose_vec only
     // where both sides are whole vectors (before the twenty-ninth session),
     // 1 = 16-bit only, 0 = transpose_tiled for every transpose.
