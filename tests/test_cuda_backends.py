@@ -156,6 +156,9 @@ VARIANT_CASES = [
     ("add-flat-bias-odd", "vector_add", [(300, 1001), (1001,)], "contiguous", _FLAT, None),
     ("add-flat-column", "vector_add", [(300, 1001), (300, 1)], "contiguous", _FLAT, None),
     ("add-flat-short-rows", "vector_add", [(4099, 3), (3,)], "contiguous", _FLAT, None),
+    # rows shorter than a vector with one value per row (told; planned strided): the offset steps along
+    ("add-flat-short-column", "vector_add", [(4099, 3), (4099, 1)], "contiguous", _FLAT, None),
+    ("copy-flat-short-column", "copy", [(700, 3)], "expand-columns", _FLAT, None),
     ("add-flat-3d", "vector_add", [(6, 70, 33), (70, 1)], "contiguous", _FLAT, None),
     ("add-flat-unaligned", "vector_add", [(300, 1001), (1001,)], "offset", _FLAT, None),
     ("copy-flat-row", "copy", [(1, 513)], "expand-rows", _FLAT, None),

@@ -117,6 +117,7 @@ int main() {
       {"broadcast-row-odd", {50, 301}, {{301, 1}, {0, 1}}},
       {"broadcast-row-odd-rows", {50, 301}, {{301, 1}, {0, 1}}, {}, {{"ELEMENTWISE_FLAT", "0"}}},
       {"broadcast-row-flat", {50, 300}, {{300, 1}, {0, 1}}, {}, {{"ELEMENTWISE_FLAT", "1"}}},
+      {"broadcast-column-short-flat", {300, 5}, {{5, 1}, {1, 0}}, {}, {{"ELEMENTWISE_FLAT", "1"}}},
       {"transpose", {256, 192}, {{192, 1}, {1, 256}}},
       {"transpose-odd", {100, 77}, {{77, 1}, {1, 100}}},
       {"transpose-misaligned-base", {256, 192}, {{192, 1}, {1, 256}}, {0, 1}},
@@ -146,6 +147,12 @@ int main() {
       {"add-bias-whole-vectors-flat", {70, 1024}, {{1024, 1}, {1024, 1}, {0, 1}}, {}, {{"ELEMENTWISE_FLAT", "1"}}},
       {"add-short-rows", {300, 3}, {{3, 1}, {3, 1}, {0, 1}}},
       {"add-column", {70, 33}, {{33, 1}, {33, 1}, {1, 0}}},
+      // rows shorter than a vector with b gathered: strided (planned); flat told: b in a 2-D layout steps
+      // along (one value per row, sliced rows), a 3-D one through the calculator
+      {"add-short-column", {300, 3}, {{3, 1}, {3, 1}, {1, 0}}},
+      {"add-short-column-flat", {300, 3}, {{3, 1}, {3, 1}, {1, 0}}, {}, {{"ELEMENTWISE_FLAT", "1"}}},
+      {"add-short-sliced-flat", {300, 3}, {{3, 1}, {3, 1}, {5, 1}}, {}, {{"ELEMENTWISE_FLAT", "1"}}},
+      {"add-short-3d-flat", {6, 70, 3}, {{210, 3, 1}, {210, 3, 1}, {0, 1, 0}}, {}, {{"ELEMENTWISE_FLAT", "1"}}},
       {"add-transposed-a", {100, 60}, {{60, 1}, {1, 100}, {60, 1}}},
       {"add-scalar-b", {999}, {{1}, {1}, {0}}},
   };

@@ -233,6 +233,8 @@ enum FlatInput : uint8_t {
   kLikeOut,   // laid out like out: offset = the element's index
   kGathered,  // offsets from the calculator
   kPeriodic,  // gathered, stride 0 over every outer dim (a bias row): offset = position along the row * inner_stride
+  kTwoD,      // gathered in a 2-D layout (e.g. one value per row): as kGathered, but rows shorter than a vector
+              // (FlatRows::kShortTwoD) step the offset along instead (row_step at a row's end)
 };
 // How flat reads input k (operand k + 1) of a coalesced layout.
 template <int N>
@@ -242,8 +244,14 @@ FlatInput flat_input(const StridedLayout<N>& l, int k) {
     gathered |= l.strides[k + 1][d] != l.strides[0][d];
     if (d < l.ndim - 1) periodic &= l.strides[k + 1][d] == 0;
   }
-  return gathered ? (periodic ? kPeriodic : kGathered) : kLikeOut;
+  return !gathered ? kLikeOut : periodic ? kPeriodic : l.ndim == 2 ? kTwoD : kGathered;
 }
+
+// Which flat_kernel instantiation runs: rows of a vector or more, shorter
+// rows (kPeriodic inputs follow the position), or shorter rows with a kTwoD
+// input (its own instantiation, not yet timed: the others keep the SASS
+// they were measured with).
+enum class FlatRows { kLong, kShort, kShortTwoD };
 
 template <class Out, class In, int K>
 struct FlatArgs {
@@ -252,6 +260,12 @@ struct FlatArgs {
   FlatInput gathered[K];
   int64_t inner_stride[K];   // gathered: stride along the innermost dim, 0 or 1
   int64_t inner_size;        // elements along the innermost dim
+};
+// kTwoD inputs: the offset's jump from a row's last element to the next
+// row's first (the kernel's last parameter, so the others keep their places).
+template <int K>
+struct FlatRowSteps {
+  int64_t step[K];
 };
 
 // Input k's VEC elements from index i on (offsets: the calculator's at i,
@@ -284,8 +298,8 @@ __device__ __forceinline__ Vec<In, VEC> gather_vector(const In* base, int64_t st
   return x;
 }
 
-// Rows shorter than a vector (kShortRows, an instantiation of its own so the
-// other one compiles as measured): every vector crosses a row end, and a
+// Rows shorter than a vector (FlatRows::kShort, an instantiation of its own so
+// the other one compiles as measured): every vector crosses a row end, and a
 // periodic input's elements follow its position along the row, wrapping at
 // the row's end, without the calculator's per-element division.
 template <class In, int VEC>
@@ -300,10 +314,28 @@ __device__ __forceinline__ Vec<In, VEC> gather_periodic(const In* base, int64_t 
   return x;
 }
 
-template <class Op, class Out, class In, int K, class Index, bool kShortRows>
+// The kTwoD counterpart: the offset steps by the inner stride along a row
+// and by row_step at its end (one row's value, then the next row's).
+template <class In, int VEC>
+__device__ __forceinline__ Vec<In, VEC> gather_two_d(const In* base, int64_t offset, int64_t stride, int64_t row_step,
+                                                     int64_t inner_size, int64_t position) {
+  Vec<In, VEC> x;
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    x.v[e] = base[offset];
+    offset += stride;
+    if (++position == inner_size) {
+      position = 0;
+      offset += row_step;
+    }
+  }
+  return x;
+}
+
+template <class Op, class Out, class In, int K, class Index, FlatRows kRows>
 __global__ void __launch_bounds__(kDenseThreads)
 flat_kernel(FlatArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> calc, int64_t numel, int64_t head,
-            int64_t vectors) {
+            int64_t vectors, FlatRowSteps<K> row_steps) {
   constexpr int VEC = kElementwiseVec<Out, In>;
   constexpr int U = kDenseUnroll;
   const bool no_broadcast[K] = {};
@@ -325,9 +357,16 @@ flat_kernel(FlatArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> calc, int
         calc.get(static_cast<Index>(i), offsets);
 #pragma unroll
         for (int k = 0; k < K; ++k) {
-          if constexpr (kShortRows) {
+          if constexpr (kRows != FlatRows::kLong) {
             if (args.gathered[k] == kPeriodic) {
               x[k] = gather_periodic<In, VEC>(args.in[k], args.inner_stride[k], args.inner_size, offsets[K]);
+              continue;
+            }
+          }
+          if constexpr (kRows == FlatRows::kShortTwoD) {
+            if (args.gathered[k] == kTwoD) {
+              x[k] = gather_two_d<In, VEC>(args.in[k], offsets[k], args.inner_stride[k], row_steps.step[k],
+                                           args.inner_size, offsets[K]);
               continue;
             }
           }
@@ -413,7 +452,10 @@ ElementwiseKind choose_elementwise_kind(const StridedLayout<N>& l, int vector) {
     // (below a vector only where no input needs the calculator per element:
     // a column broadcast into 4Mx3 ran 52.9 us flat, 48.7 strided, float32)
     bool short_rows = l.inner_size() < kMinRowLength;
-    for (int k = 0; k + 1 < N && l.inner_size() < vector; ++k) short_rows &= flat_input(l, k) != kGathered;
+    for (int k = 0; k + 1 < N && l.inner_size() < vector; ++k) {
+      const FlatInput kind = flat_input(l, k);
+      short_rows &= kind == kLikeOut || kind == kPeriodic;  // (kTwoD's path not yet timed)
+    }
     // (rows not whole vectors: float32 only; H200 bfloat16 16384x12289 rows
     // 248.8 us, flat 264.8, 2047x2053 level; H100 level)
     const bool odd_rows = rows && l.inner_size() % vector != 0 && vector <= 4;
@@ -484,6 +526,7 @@ void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout
   }
   if (kind == ElementwiseKind::kFlat) {
     FlatArgs<Out, In, K> flat;
+    FlatRowSteps<K> row_steps;
     flat.out = out;
     flat.inner_size = layout.inner_size();
     // The calculator's operands: the K inputs, then the position along the innermost dim.
@@ -501,6 +544,8 @@ void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout
       flat.in[k] = inputs[k];
       flat.inner_stride[k] = layout.inner_stride(k + 1);
       flat.gathered[k] = flat_input(layout, k);
+      const int64_t row_end = layout.inner_size() * layout.inner_stride(k + 1);  // a row's end, from its start
+      row_steps.step[k] = layout.ndim == 2 ? layout.strides[k + 1][0] - row_end : 0;
       if (flat.gathered[k] == kLikeOut) aligned &= aligned16(inputs[k] + head);
     }
     if (!aligned) head = numel;
@@ -509,12 +554,19 @@ void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout
     const int64_t tasks = ceil_div(vectors > scalars ? vectors : scalars, int64_t{kDenseThreads} * kDenseUnroll);
     dispatch_index(numel, [&](auto index) {
       using Index = decltype(index);
-      if (flat.inner_size < VEC)
-        flat_kernel<Op, Out, In, K, Index, true><<<grid_one_shot(tasks), kDenseThreads, 0, stream>>>(
-            flat, op, OffsetCalc<K + 1, Index>(offsets), numel, head, vectors);
+      const OffsetCalc<K + 1, Index> calc(offsets);
+      const unsigned grid = grid_one_shot(tasks);
+      bool two_d = false;
+      for (int k = 0; k < K; ++k) two_d |= flat.gathered[k] == kTwoD;
+      if (flat.inner_size >= VEC)
+        flat_kernel<Op, Out, In, K, Index, FlatRows::kLong><<<grid, kDenseThreads, 0, stream>>>(
+            flat, op, calc, numel, head, vectors, row_steps);
+      else if (!two_d)
+        flat_kernel<Op, Out, In, K, Index, FlatRows::kShort><<<grid, kDenseThreads, 0, stream>>>(
+            flat, op, calc, numel, head, vectors, row_steps);
       else
-        flat_kernel<Op, Out, In, K, Index, false><<<grid_one_shot(tasks), kDenseThreads, 0, stream>>>(
-            flat, op, OffsetCalc<K + 1, Index>(offsets), numel, head, vectors);
+        flat_kernel<Op, Out, In, K, Index, FlatRows::kShortTwoD><<<grid, kDenseThreads, 0, stream>>>(
+            flat, op, calc, numel, head, vectors, row_steps);
       check_launch("flat elementwise kernel");
     });
     return;
