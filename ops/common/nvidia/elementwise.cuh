@@ -232,9 +232,8 @@ rows_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> ro
 enum FlatInput : uint8_t {
   kLikeOut,   // laid out like out: offset = the element's index
   kGathered,  // offsets from the calculator
-  kPeriodic,  // gathered, stride 0 over every outer dim (a bias row): offset = position along the row * inner_stride
-  kTwoD,      // gathered in a 2-D layout (e.g. one value per row): as kGathered, but rows shorter than a vector
-              // (FlatRows::kShortTwoD) step the offset along instead (row_step at a row's end)
+  kPeriodic,  // gathered, stride 0 over every outer dim (a bias row): every row reads the same elements
+  kTwoD,      // gathered otherwise, in a 2-D layout (one value per row, sliced rows)
 };
 // How flat reads input k (operand k + 1) of a coalesced layout.
 template <int N>
@@ -247,12 +246,6 @@ FlatInput flat_input(const StridedLayout<N>& l, int k) {
   return !gathered ? kLikeOut : periodic ? kPeriodic : l.ndim == 2 ? kTwoD : kGathered;
 }
 
-// Which flat_kernel instantiation runs: rows of a vector or more, shorter
-// rows (kPeriodic inputs follow the position), or shorter rows with a kTwoD
-// input (its own instantiation, not yet timed: the others keep the SASS
-// they were measured with).
-enum class FlatRows { kLong, kShort, kShortTwoD };
-
 template <class Out, class In, int K>
 struct FlatArgs {
   Out* out;
@@ -260,12 +253,7 @@ struct FlatArgs {
   FlatInput gathered[K];
   int64_t inner_stride[K];   // gathered: stride along the innermost dim, 0 or 1
   int64_t inner_size;        // elements along the innermost dim
-};
-// kTwoD inputs: the offset's jump from a row's last element to the next
-// row's first (the kernel's last parameter, so the others keep their places).
-template <int K>
-struct FlatRowSteps {
-  int64_t step[K];
+  int64_t row_step[K];       // kPeriodic / kTwoD: the offset's jump from a row's last element to the next row's first
 };
 
 // Input k's VEC elements from index i on (offsets: the calculator's at i,
@@ -298,27 +286,15 @@ __device__ __forceinline__ Vec<In, VEC> gather_vector(const In* base, int64_t st
   return x;
 }
 
-// Rows shorter than a vector (FlatRows::kShort, an instantiation of its own so
-// the other one compiles as measured): every vector crosses a row end, and a
-// periodic input's elements follow its position along the row, wrapping at
-// the row's end, without the calculator's per-element division.
+// Rows shorter than a vector (kShortRows, an instantiation of its own so the
+// other one compiles as measured): every vector crosses a row end. An input
+// whose rows follow one another in a fixed pattern (kPeriodic: the same row
+// again; kTwoD: the next row of a 2-D layout) steps its offset along the row
+// and by row_step at the row's end, from the calculator's offset at the
+// vector's first element, instead of the calculator's division per element.
 template <class In, int VEC>
-__device__ __forceinline__ Vec<In, VEC> gather_periodic(const In* base, int64_t stride, int64_t inner_size,
-                                                        int64_t position) {
-  Vec<In, VEC> x;
-#pragma unroll
-  for (int e = 0; e < VEC; ++e) {
-    x.v[e] = base[position * stride];
-    if (++position == inner_size) position = 0;
-  }
-  return x;
-}
-
-// The kTwoD counterpart: the offset steps by the inner stride along a row
-// and by row_step at its end (one row's value, then the next row's).
-template <class In, int VEC>
-__device__ __forceinline__ Vec<In, VEC> gather_two_d(const In* base, int64_t offset, int64_t stride, int64_t row_step,
-                                                     int64_t inner_size, int64_t position) {
+__device__ __forceinline__ Vec<In, VEC> gather_stepped(const In* base, int64_t offset, int64_t stride, int64_t row_step,
+                                                       int64_t inner_size, int64_t position) {
   Vec<In, VEC> x;
 #pragma unroll
   for (int e = 0; e < VEC; ++e) {
@@ -332,10 +308,10 @@ __device__ __forceinline__ Vec<In, VEC> gather_two_d(const In* base, int64_t off
   return x;
 }
 
-template <class Op, class Out, class In, int K, class Index, FlatRows kRows>
+template <class Op, class Out, class In, int K, class Index, bool kShortRows>
 __global__ void __launch_bounds__(kDenseThreads)
 flat_kernel(FlatArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> calc, int64_t numel, int64_t head,
-            int64_t vectors, FlatRowSteps<K> row_steps) {
+            int64_t vectors) {
   constexpr int VEC = kElementwiseVec<Out, In>;
   constexpr int U = kDenseUnroll;
   const bool no_broadcast[K] = {};
@@ -357,16 +333,10 @@ flat_kernel(FlatArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> calc, int
         calc.get(static_cast<Index>(i), offsets);
 #pragma unroll
         for (int k = 0; k < K; ++k) {
-          if constexpr (kRows != FlatRows::kLong) {
-            if (args.gathered[k] == kPeriodic) {
-              x[k] = gather_periodic<In, VEC>(args.in[k], args.inner_stride[k], args.inner_size, offsets[K]);
-              continue;
-            }
-          }
-          if constexpr (kRows == FlatRows::kShortTwoD) {
-            if (args.gathered[k] == kTwoD) {
-              x[k] = gather_two_d<In, VEC>(args.in[k], offsets[k], args.inner_stride[k], row_steps.step[k],
-                                           args.inner_size, offsets[K]);
+          if constexpr (kShortRows) {
+            if (args.gathered[k] == kPeriodic || args.gathered[k] == kTwoD) {
+              x[k] = gather_stepped<In, VEC>(args.in[k], offsets[k], args.inner_stride[k], args.row_step[k],
+                                             args.inner_size, offsets[K]);
               continue;
             }
           }
@@ -526,7 +496,6 @@ void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout
   }
   if (kind == ElementwiseKind::kFlat) {
     FlatArgs<Out, In, K> flat;
-    FlatRowSteps<K> row_steps;
     flat.out = out;
     flat.inner_size = layout.inner_size();
     // The calculator's operands: the K inputs, then the position along the innermost dim.
@@ -544,8 +513,9 @@ void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout
       flat.in[k] = inputs[k];
       flat.inner_stride[k] = layout.inner_stride(k + 1);
       flat.gathered[k] = flat_input(layout, k);
+      // (periodic: the next row's start is the same 0 the outer strides give; 2-D: the outer stride)
       const int64_t row_end = layout.inner_size() * layout.inner_stride(k + 1);  // a row's end, from its start
-      row_steps.step[k] = layout.ndim == 2 ? layout.strides[k + 1][0] - row_end : 0;
+      flat.row_step[k] = (layout.ndim >= 2 ? layout.strides[k + 1][layout.ndim - 2] : 0) - row_end;
       if (flat.gathered[k] == kLikeOut) aligned &= aligned16(inputs[k] + head);
     }
     if (!aligned) head = numel;
@@ -556,17 +526,12 @@ void launch_elementwise(ElementwiseKind kind, const StridedLayout<K + 1>& layout
       using Index = decltype(index);
       const OffsetCalc<K + 1, Index> calc(offsets);
       const unsigned grid = grid_one_shot(tasks);
-      bool two_d = false;
-      for (int k = 0; k < K; ++k) two_d |= flat.gathered[k] == kTwoD;
-      if (flat.inner_size >= VEC)
-        flat_kernel<Op, Out, In, K, Index, FlatRows::kLong><<<grid, kDenseThreads, 0, stream>>>(
-            flat, op, calc, numel, head, vectors, row_steps);
-      else if (!two_d)
-        flat_kernel<Op, Out, In, K, Index, FlatRows::kShort><<<grid, kDenseThreads, 0, stream>>>(
-            flat, op, calc, numel, head, vectors, row_steps);
+      if (flat.inner_size < VEC)
+        flat_kernel<Op, Out, In, K, Index, true><<<grid, kDenseThreads, 0, stream>>>(flat, op, calc, numel, head,
+                                                                                      vectors);
       else
-        flat_kernel<Op, Out, In, K, Index, FlatRows::kShortTwoD><<<grid, kDenseThreads, 0, stream>>>(
-            flat, op, calc, numel, head, vectors, row_steps);
+        flat_kernel<Op, Out, In, K, Index, false><<<grid, kDenseThreads, 0, stream>>>(flat, op, calc, numel, head,
+                                                                                       vectors);
       check_launch("flat elementwise kernel");
     });
     return;
