@@ -327,6 +327,17 @@ VARIANT_CASES = [
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT_COPIES": 1, "SOFTMAX_RESIDENT_CACHE": 700}}, None),
     ("softmax-rows-resident-copies-rest-reread", "softmax", [(5, 700001)], "offset",
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT_COPIES": 1, "SOFTMAX_RESIDENT_CACHE": 100}}, None),
+    # rows_relay (told): every block on every row, rows through a ring of shared-memory slots; misaligned rows,
+    # more rows than slots (each slot refilled), chunks past their slot (the rest read twice)
+    ("softmax-rows-relay", "softmax", [(4, (1 << 21) + 3)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_RELAY": 1}, "nvidia_variant": "rows_relay"}, None),
+    ("softmax-rows-relay-ring", "softmax", [(9, 270001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_SHARED": 0, "SOFTMAX_CLUSTER_MAX": 1, "SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_SLOTS": 2},
+      "nvidia_variant": "rows_relay"}, None),
+    ("softmax-rows-relay-rest-reread", "softmax", [(5, 700001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_SLOT_KB": 4}, "nvidia_variant": "rows_relay"}, None),
+    ("softmax-rows-relay-groups", "softmax", [(7, 300001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_GROUPS": 3}, "nvidia_variant": "rows_relay"}, None),
     # long rows in (row, chunk) tasks over two launches (nvidia: rows_split2), or one cooperative kernel
     ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous",
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}, "nvidia_variant": "rows_split2"}, None),

@@ -317,6 +317,42 @@ softmax_rows_twice_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Split
 }
 
 // ---- few long rows, held in shared memory ------------------------------------------
+// The write pass over a chunk [c0, c1) of row p whose `cached` vectors from
+// element a on (a: first_aligned) are held in shared memory: the scalar
+// head [c0, a) and the rest [rest, c1) read again from p (last round
+// first: the likeliest part still in L2), then the held vectors, each as
+// exp(x - m) * r into q (kThreads threads; evict_first: the loads and
+// stores marked first to leave L2).
+template <class T, int U, int kThreads>
+__device__ __forceinline__ void write_held_chunk(T* q, const T* p, int64_t c0, int64_t a, int64_t rest, int64_t c1,
+                                                 const Raw16* held, int64_t cached, Stats scale, int64_t out_stride,
+                                                 bool evict_first) {
+  constexpr int VEC = kVec16<T>;
+  const float m = scale.m, r = scale.s;
+  const auto write_scalar = [&](int64_t i) { q[i * out_stride] = from_float<T>(exp_minus(to_float(p[i]), m) * r); };
+  for (int64_t i = c0 + threadIdx.x; i < a; i += blockDim.x) write_scalar(i);
+  const auto write_pass = [&](auto evict) {
+    constexpr bool kEvictFirst = decltype(evict)::value;
+    const uint64_t policy = kEvictFirst ? l2_evict_first_policy() : 0;
+    const bool whole = stores_whole(q, a, out_stride);
+    visit_chunk<true, U, kThreads, kEvictFirst>(
+        p, rest, c1,
+        [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
+#pragma unroll
+          for (int u = 0; u < U; ++u)
+            if (ok[u]) write_scaled<T, kEvictFirst>(q, at[u], raw[u], m, r, out_stride, whole, policy);
+        },
+        write_scalar, policy);
+#pragma unroll 4
+    for (int64_t v = threadIdx.x; v < cached; v += kThreads)
+      write_scaled<T, kEvictFirst>(q, a + v * VEC, held[v], m, r, out_stride, whole, policy);
+  };
+  if (evict_first)
+    write_pass(std::true_type{});
+  else
+    write_pass(std::false_type{});
+}
+
 // No more (row, split) tasks than SMs: a cooperative grid of one 512-thread
 // block per SM, one task per block. The chunk's first vectors, up to ~224
 // KB, come into shared memory by asynchronous copies, with no registers
@@ -416,29 +452,8 @@ softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitAr
   cg::this_grid().sync();
   if (!active) return;
   const Stats scale = row_scale(args.partials + row * args.splits, args.splits, slots);
-  const float m = scale.m, r = scale.s;
-  const auto write_scalar = [&](int64_t i) { q[i * args.out_stride] = from_float<T>(exp_minus(to_float(p[i]), m) * r); };
-  for (int64_t i = c0 + threadIdx.x; i < a; i += blockDim.x) write_scalar(i);
-  const auto write_pass = [&](auto evict_first) {
-    constexpr bool kEvictFirst = decltype(evict_first)::value;
-    const uint64_t policy = kEvictFirst ? l2_evict_first_policy() : 0;
-    const bool whole = stores_whole(q, a, args.out_stride);
-    visit_chunk<true, U, kResidentThreads, kEvictFirst>(
-        p, rest, c1,
-        [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
-#pragma unroll
-          for (int u = 0; u < U; ++u)
-            if (ok[u]) write_scaled<T, kEvictFirst>(q, at[u], raw[u], m, r, args.out_stride, whole, policy);
-        },
-        write_scalar, policy);
-#pragma unroll 4
-    for (int64_t v = threadIdx.x; v < cached; v += kResidentThreads)
-      write_scaled<T, kEvictFirst>(q, a + v * VEC, cache[v], m, r, args.out_stride, whole, policy);
-  };
-  if (args.evict_first)
-    write_pass(std::true_type{});
-  else
-    write_pass(std::false_type{});
+  write_held_chunk<T, U, kResidentThreads>(q, p, c0, a, rest, c1, cache, cached, scale, args.out_stride,
+                                           args.evict_first);
 #else
   __trap();  // planned only on sm_90 and newer
 #endif

@@ -110,6 +110,8 @@ struct Fiber {
   const struct Barrier* waits_on = nullptr;  // and for which generation to pass
   uint64_t waits_for = 0;
   const char* waiting_at = nullptr;
+  const unsigned* polls = nullptr;  // a counter in global memory it waits to reach poll_target
+  unsigned poll_target = 0;
   uint64_t cluster_arrival = 0;  // __cluster_barrier_arrive's generation
   // this thread's cp.async copies: the committed groups, oldest first, then the open one
   std::vector<std::vector<AsyncCopy>> async_groups = {{}};
@@ -200,6 +202,20 @@ inline void wait(Barrier& b, uint64_t generation, const char* what) {
   f.waiting_at = nullptr;
 }
 inline void arrive_and_wait(Barrier& b, const char* what) { wait(b, arrive(b), what); }
+
+// A spin on a counter in global memory (other blocks of a cooperative grid
+// count on it): the thread sleeps until the count reaches `target`; a count
+// that never gets there is reported as a deadlock.
+inline void wait_until_at_least(const unsigned* counter, unsigned target, const char* what) {
+  if (*counter >= target) return;
+  Fiber& f = current_fiber();
+  f.polls = counter;
+  f.poll_target = target;
+  f.waiting_at = what;
+  yield_to_scheduler();  // (resumed once the count is there)
+  f.polls = nullptr;
+  f.waiting_at = nullptr;
+}
 
 inline void fiber_entry() {
   finish_switch(nullptr, &engine.scheduler_stack, &engine.scheduler_stack_size);
@@ -311,7 +327,8 @@ inline void run_group(unsigned first_block) {
     makecontext(&f.context, fiber_entry, 0);
   }
   const auto runnable = [](const Fiber& f) {
-    return !f.done && (f.waits_on == nullptr || f.waits_on->generation != f.waits_for);
+    return !f.done && (f.waits_on == nullptr || f.waits_on->generation != f.waits_for) &&
+           (f.polls == nullptr || *f.polls >= f.poll_target);
   };
   std::vector<int> live_threads(static_cast<size_t>(engine.group_blocks), threads);
   size_t next = 0;  // round robin: where the scan resumes
@@ -510,6 +527,10 @@ T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
 template <class T>
 T __shfl_sync(unsigned mask, T v, int source, int width = 32) {
   return emu::shuffle(mask, v, [=](int lane) { return lane / width * width + source % width; });
+}
+template <class T>
+T __ldcg(const T* p) {
+  return *p;
 }
 [[noreturn]] inline void __trap() { emu::die("__trap() in block %u thread %u", blockIdx.x, threadIdx.x); }
 

@@ -1,0 +1,159 @@
+// Private to softmax_nvidia.cu: rows_relay, few long rows taken one after
+// another by the whole GPU, so that one row's write overlaps the next rows'
+// reads (sm_90).
+//
+// rows_resident reads every row at once, waits at a grid-wide barrier, then
+// writes: DRAM idles while the last chunks are reduced, the barrier
+// resolves and the rows' (max, sum) are merged (about 4.5 of its 24 us on
+// 4 x 4M bf16, docs/data/nvidia-h200-2026-12-04r-softmax-resident-phases.txt),
+// and the write phase runs with no reads beside it. Here every block of a
+// one-block-per-SM cooperative grid takes the same chunk (its index) of
+// every row, rows in order, through a ring of `ring_slots` shared-memory
+// slots that bulk copies (TMA) fill ahead: row r's chunk is reduced, its
+// (max, sum) published with an arrival on a counter in the workspace, then
+// row r - 1 is written out of its slot (the slot refilled with row r - 1 +
+// ring_slots), and only then does the block wait for row r's other
+// chunks. No grid-wide barrier after the first one, which zeroes the
+// counter (the workspace comes uninitialized) while the first copies are
+// in flight. With `groups` > 1 the grid splits into that many groups of
+// blocks, group g relaying rows g, g + groups, ... (a counter each): fewer
+// blocks wait on each row, and each waits on fewer rows.
+#ifndef OPRT_SOFTMAX_NVIDIA_RELAY_ROWS_CUH_
+#define OPRT_SOFTMAX_NVIDIA_RELAY_ROWS_CUH_
+
+#include "../../common/nvidia/bulk_copy.cuh"
+#include "../../common/nvidia/global_memory.cuh"
+#include "softmax_long_rows.cuh"
+#include "softmax_math.cuh"
+
+namespace oprt::nvidia {
+namespace {
+
+constexpr int kRelayThreads = kResidentThreads;
+constexpr int kMaxRelaySlots = 8;
+
+struct RelayArgs {
+  int64_t nrows, length, out_stride;
+  int64_t groups;         // groups of blocks, each relaying every groups-th row
+  int64_t group_blocks;   // blocks per group (the grid: groups x group_blocks)
+  int64_t chunk;          // elements of a row per block (whole vectors): rank k takes [k * chunk, (k + 1) * chunk)
+  int ring_slots;         // rows in shared memory at once (2..kMaxRelaySlots)
+  int64_t slot_vectors;   // 16-byte vectors a slot holds; the rest of a chunk is read twice
+  Stats* partials;        // [row][rank in its group]
+  unsigned* arrivals;     // per group, its blocks done with rows' stats: (i + 1) * group_blocks once its i-th row's are in
+  bool evict_first;       // the write pass marks its lines first to leave L2
+};
+
+// The partials of `count` blocks merged in a fixed order, read past L1 (other
+// blocks wrote them after this kernel started): the max and 1 / sum.
+__device__ __forceinline__ Stats merge_partials(const Stats* part, int64_t count, Stats* slots) {
+  Stats st{-INFINITY, 0.0f};
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) st = merge(st, Stats{__ldcg(&part[j].m), __ldcg(&part[j].s)});
+  st = block_merge(st, slots);
+  return {st.m, 1.0f / st.s};
+}
+
+template <class T, class Index>
+__global__ void __launch_bounds__(kRelayThreads, 1)
+softmax_relay_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, RelayArgs args) {
+#if __CUDA_ARCH__ >= 900
+  constexpr int VEC = kVec16<T>, U = kResidentUnroll;
+  extern __shared__ Raw16 ring[];            // ring_slots x slot_vectors
+  __shared__ uint64_t landed[kMaxRelaySlots];  // one mbarrier per slot
+  __shared__ Stats slots[kMaxWarps];
+  const int64_t group = blockIdx.x / args.group_blocks, rank = blockIdx.x % args.group_blocks;
+  const int64_t count = group < args.nrows ? ceil_div(args.nrows - group, args.groups) : 0;  // the group's rows
+  // The block's chunk of the group's i-th row: [c0, c1), its first aligned
+  // element a, the `cached` vectors from a on that go through the ring, the
+  // rest from `rest` on.
+  struct Chunk {
+    const T* p;
+    T* q;
+    int64_t row, c0, c1, a, cached, rest;
+  };
+  const auto chunk_of = [&](int64_t i) {
+    Chunk c;
+    c.row = group + i * args.groups;
+    int64_t offsets[2];
+    rows.get(static_cast<Index>(c.row), offsets);
+    c.p = src + offsets[1];
+    c.q = out + offsets[0];
+    c.c0 = min(args.length, rank * args.chunk);
+    c.c1 = min(args.length, c.c0 + args.chunk);
+    c.a = first_aligned(c.p, c.c0, c.c1);
+    c.cached = min((c.c1 - c.a) / VEC, args.slot_vectors);
+    c.rest = c.a + c.cached * VEC;
+    return c;
+  };
+  const auto slot_of = [&](int64_t i) { return static_cast<int>(i % args.ring_slots); };
+  const auto fill = [&](int64_t i) {  // thread 0
+    const Chunk c = chunk_of(i);
+    if (c.cached > 0)
+      bulk_copy_to_shared(ring + slot_of(i) * args.slot_vectors, c.p + c.a, static_cast<uint32_t>(c.cached * 16),
+                          &landed[slot_of(i)]);
+  };
+  if (threadIdx.x == 0) {
+    init_landed(landed, args.ring_slots);
+    for (int64_t i = 0; i < min(count, int64_t{args.ring_slots}); ++i) fill(i);
+    if (blockIdx.x == 0)
+      for (int64_t g = 0; g < args.groups; ++g) args.arrivals[g] = 0;
+  }
+  cg::this_grid().sync();  // the counters are zero before any block arrives; the barriers are initialized
+  unsigned* const arrivals = args.arrivals + group;
+  uint32_t parity = 0;     // bit s: the phase of slot s's barrier that its next copy completes
+  Stats scale{};           // the previous row's (max, 1 / sum)
+  const auto write_row = [&](int64_t i) {
+    const Chunk c = chunk_of(i);
+    write_held_chunk<T, U, kRelayThreads>(c.q, c.p, c.c0, c.a, c.rest, c.c1, ring + slot_of(i) * args.slot_vectors,
+                                          c.cached, scale, args.out_stride, args.evict_first);
+  };
+  for (int64_t i = 0; i < count; ++i) {
+    const Chunk c = chunk_of(i);
+    Stats st{-INFINITY, 0.0f};
+    const auto stats_scalar = [&](int64_t e) {
+      const float x[1] = {to_float(c.p[e])};
+      update(st, x);
+    };
+    for (int64_t e = c.c0 + threadIdx.x; e < c.a; e += kRelayThreads) stats_scalar(e);
+    visit_chunk<false, U, kRelayThreads>(
+        c.p, c.rest, c.c1,
+        [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&)[U]) { update_round<T>(st, raw, ok); },
+        stats_scalar);
+    if (c.cached > 0) {
+      const int s = slot_of(i);
+      wait_landed(&landed[s], (parity >> s) & 1u);
+      parity ^= 1u << s;
+      const Raw16* held = ring + s * args.slot_vectors;
+      for (int64_t first = 0; first < c.cached; first += int64_t{kRelayThreads} * U)
+        update_from_shared<T, U, kRelayThreads>(st, held, first, c.cached);
+    }
+    st = block_merge(st, slots);
+    if (threadIdx.x == 0) {
+      args.partials[c.row * args.group_blocks + rank] = st;
+      signal_arrival(arrivals);
+    }
+    if (i > 0) {  // the previous row, while the other blocks finish this one
+      write_row(i - 1);
+      const int64_t next = i - 1 + args.ring_slots;
+      if (next < count) {
+        __syncthreads();  // every thread is done with the slot
+        if (threadIdx.x == 0) {
+          cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the threads' reads before the copy's writes
+          fill(next);
+        }
+      }
+    }
+    if (threadIdx.x == 0) wait_arrivals(arrivals, static_cast<unsigned>((i + 1) * args.group_blocks));
+    __syncthreads();
+    scale = merge_partials(args.partials + c.row * args.group_blocks, args.group_blocks, slots);
+  }
+  if (count > 0) write_row(count - 1);
+#else
+  __trap();  // planned only on sm_90 and newer
+#endif
+}
+
+}  // namespace
+}  // namespace oprt::nvidia
+
+#endif
