@@ -156,8 +156,10 @@ VARIANT_CASES = [
     ("add-flat-bias-odd", "vector_add", [(300, 1001), (1001,)], "contiguous", _FLAT, None),
     ("add-flat-column", "vector_add", [(300, 1001), (300, 1)], "contiguous", _FLAT, None),
     ("add-flat-short-rows", "vector_add", [(4099, 3), (3,)], "contiguous", _FLAT, None),
-    # rows shorter than a vector with one value per row (told; planned strided): the offset steps along
+    # rows shorter than a vector with one value per row: the offset steps along its 2-D layout
     ("add-flat-short-column", "vector_add", [(4099, 3), (4099, 1)], "contiguous", _FLAT, None),
+    ("add-flat-short-column-planned", "vector_add", [(4099, 3), (4099, 1)], "contiguous", {"nvidia_variant": "flat"},
+     None),
     ("copy-flat-short-column", "copy", [(700, 3)], "expand-columns", _FLAT, None),
     ("add-flat-3d", "vector_add", [(6, 70, 33), (70, 1)], "contiguous", _FLAT, None),
     ("add-flat-unaligned", "vector_add", [(300, 1001), (1001,)], "offset", _FLAT, None),
@@ -337,7 +339,8 @@ VARIANT_CASES = [
     ("softmax-rows-relay-rest-reread", "softmax", [(5, 700001)], "offset",
      {"dim": -1, "tune": {"SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_SLOT_KB": 4}, "nvidia_variant": "rows_relay"}, None),
     ("softmax-rows-relay-groups", "softmax", [(7, 300001)], "offset",
-     {"dim": -1, "tune": {"SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_GROUPS": 3}, "nvidia_variant": "rows_relay"}, None),
+     {"dim": -1, "tune": {"SOFTMAX_SHARED": 0, "SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_GROUPS": 3},
+      "nvidia_variant": "rows_relay"}, None),
     # long rows in (row, chunk) tasks over two launches (nvidia: rows_split2), or one cooperative kernel
     ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous",
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}, "nvidia_variant": "rows_split2"}, None),

@@ -87,8 +87,10 @@ CASES = [
     ("add-short-rows-one-vector", "vector_add", (4099, 4), [(4, 1), (0, 1)], F32, F32, {}, "flat"),
     ("add-short-rows-16bit", "vector_add", (4099, 7), [(7, 1), (0, 1)], F16, F16, {}, "flat"),
     ("add-short-rows-transposed", "vector_add", (4099, 3), [(1, 4099), (0, 1)], F32, F32, {}, "strided"),
-    ("add-short-rows-column", "vector_add", (4099, 3), [(3, 1), (1, 0)], F32, F32, {}, "strided"),
-    ("add-short-rows-column-told-flat", "vector_add", (4099, 3), [(3, 1), (1, 0)], F32, F32, FLAT, "flat"),
+    ("add-short-rows-column", "vector_add", (4099, 3), [(3, 1), (1, 0)], F32, F32, {}, "flat"),
+    ("add-short-rows-column-told-strided", "vector_add", (4099, 3), [(3, 1), (1, 0)], F32, F32, NO_FLAT, "strided"),
+    # (a 3-D input needs the calculator per element: strided)
+    ("add-short-rows-3d-column", "vector_add", (5, 300, 3), [(900, 3, 1), (600, 1, 0)], F32, F32, {}, "strided"),
     ("add-short-rows-column-one-vector", "vector_add", (4099, 4), [(4, 1), (1, 0)], F32, F32, {}, "flat"),
     ("add-short-rows-16", "vector_add", (1 << 16, 16), [(16, 1), (0, 1)], BF16, BF16, {}, "flat"),
     ("add-short-rows-told-strided", "vector_add", (1 << 16, 16), [(16, 1), (0, 1)], BF16, BF16, NO_FLAT,

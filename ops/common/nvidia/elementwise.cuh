@@ -420,11 +420,13 @@ ElementwiseKind choose_elementwise_kind(const StridedLayout<N>& l, int vector) {
   const int64_t flat_told = tuned("ELEMENTWISE_FLAT", -1);
   if (flat_told != 0 && flat_layout(l)) {
     // (below a vector only where no input needs the calculator per element:
-    // a column broadcast into 4Mx3 ran 52.9 us flat, 48.7 strided, float32)
+    // with it, a column broadcast into 4Mx3 ran 52.9 us flat, 48.7 strided,
+    // float32; stepped along its 2-D layout instead (kTwoD), 38.1 vs 48.5,
+    // bfloat16 28.7 vs 46.5: H100, nvidia-h100-2026-12-05f-short-flat-relay-ab.txt)
     bool short_rows = l.inner_size() < kMinRowLength;
     for (int k = 0; k + 1 < N && l.inner_size() < vector; ++k) {
       const FlatInput kind = flat_input(l, k);
-      short_rows &= kind == kLikeOut || kind == kPeriodic;  // (kTwoD's path not yet timed)
+      short_rows &= kind == kLikeOut || kind == kPeriodic || kind == kTwoD;
     }
     // (rows not whole vectors: float32 only; H200 bfloat16 16384x12289 rows
     // 248.8 us, flat 264.8, 2047x2053 level; H100 level)

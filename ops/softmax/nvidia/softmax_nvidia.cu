@@ -175,7 +175,8 @@ void plan_resident(SoftmaxNvidia& d, int vec) {
 // OPRT_TUNE_SOFTMAX_RELAY_SLOT_KB; a chunk past its slot reads the rest
 // twice. OPRT_TUNE_SOFTMAX_RELAY_GROUPS splits the grid into groups of
 // blocks, each relaying its share of the rows (planned: 1). The workspace:
-// a (max, sum) per (row, block of its group), then a counter per group.
+// a (max, sum) per (row, block of its group), then a counter per row (a
+// block may arrive for a row before another has for the one before).
 template <class T, class Index>
 size_t relay_room_bytes() {  // shared memory a block may take (on the current device)
   return opt_in_dynamic_smem<softmax_relay_kernel<T, Index>>();
@@ -214,7 +215,7 @@ bool plan_relay(SoftmaxNvidia& d, int vec) {
   d.evict_first = tuned("SOFTMAX_RELAY_EVICT_FIRST", 1) == 1;
   d.kind = Kind::kRelay;
   d.variant = "rows_relay";
-  d.workspace_bytes = relay_counters_at(d) + static_cast<size_t>(ceil_div(d.relay_groups * 4, 16) * 16);
+  d.workspace_bytes = relay_counters_at(d) + static_cast<size_t>(ceil_div(d.nrows * 4, 16) * 16);
   return true;
 }
 

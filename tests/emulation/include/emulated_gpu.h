@@ -112,6 +112,8 @@ struct Fiber {
   const char* waiting_at = nullptr;
   const unsigned* polls = nullptr;  // a counter in global memory it waits to reach poll_target
   unsigned poll_target = 0;
+  const struct Mbarrier* awaits = nullptr;  // an mbarrier whose phase of this parity waits for a copy to be issued
+  uint32_t awaits_parity = 0;
   uint64_t cluster_arrival = 0;  // __cluster_barrier_arrive's generation
   // this thread's cp.async copies: the committed groups, oldest first, then the open one
   std::vector<std::vector<AsyncCopy>> async_groups = {{}};
@@ -328,7 +330,8 @@ inline void run_group(unsigned first_block) {
   }
   const auto runnable = [](const Fiber& f) {
     return !f.done && (f.waits_on == nullptr || f.waits_on->generation != f.waits_for) &&
-           (f.polls == nullptr || *f.polls >= f.poll_target);
+           (f.polls == nullptr || *f.polls >= f.poll_target) &&
+           (f.awaits == nullptr || !f.awaits->pending.empty() || (f.awaits->completed & 1) != f.awaits_parity);
   };
   std::vector<int> live_threads(static_cast<size_t>(engine.group_blocks), threads);
   size_t next = 0;  // round robin: where the scan resumes
@@ -459,11 +462,23 @@ inline void bulk_copy(void* to, const void* from, size_t bytes, uint64_t* barrie
     ++m.completed;
   }
 }
-// Returns once the phase of `barrier` with this parity has completed.
+// Returns once the phase of `barrier` with this parity has completed. A
+// wait may begin before the copy that completes the phase is issued (by
+// another thread): it sleeps until then; if none ever is, the launch
+// reports a deadlock.
 inline void mbarrier_wait_parity(uint64_t* barrier, uint32_t parity) {
   Mbarrier& m = mbarrier_at(barrier);
   if ((m.completed & 1) != parity) return;  // that phase is over
-  if (m.pending.empty()) die("a wait on an mbarrier phase no copy will complete (it would hang)");
+  if (m.pending.empty()) {
+    Fiber& f = current_fiber();
+    f.awaits = &m;
+    f.awaits_parity = parity;
+    f.waiting_at = "an mbarrier wait (no copy issued for its phase)";
+    yield_to_scheduler();  // (resumed once a copy is issued, or the phase is over)
+    f.awaits = nullptr;
+    f.waiting_at = nullptr;
+    if ((m.completed & 1) != parity) return;
+  }
   for (const AsyncCopy& copy : m.pending) copy.land();
   m.pending.clear();
   ++m.completed;
