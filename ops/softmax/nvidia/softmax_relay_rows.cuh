@@ -48,15 +48,6 @@ struct RelayArgs {
   bool evict_first;       // the write pass marks its lines first to leave L2
 };
 
-// The partials of `count` blocks merged in a fixed order, read past L1 (other
-// blocks wrote them after this kernel started): the max and 1 / sum.
-__device__ __forceinline__ Stats merge_partials(const Stats* part, int64_t count, Stats* slots) {
-  Stats st{-INFINITY, 0.0f};
-  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) st = merge(st, Stats{__ldcg(&part[j].m), __ldcg(&part[j].s)});
-  st = block_merge(st, slots);
-  return {st.m, 1.0f / st.s};
-}
-
 template <class T, class Index>
 __global__ void __launch_bounds__(kRelayThreads, 1)
 softmax_relay_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, RelayArgs args) {
@@ -111,7 +102,7 @@ softmax_relay_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, RelayArgs 
     const Chunk c = chunk_of(i);
     if (threadIdx.x == 0) wait_arrivals(&args.arrivals[c.row], static_cast<unsigned>(args.group_blocks));
     __syncthreads();
-    const Stats scale = merge_partials(args.partials + c.row * args.group_blocks, args.group_blocks, slots);
+    const Stats scale = row_scale<true>(args.partials + c.row * args.group_blocks, args.group_blocks, slots);
     write_held_chunk<T, U, kRelayThreads>(c.q, c.p, c.c0, c.a, c.rest, c.c1, ring + slot_of(i) * args.slot_vectors,
                                           c.cached, scale, args.out_stride, args.evict_first);
     if (i + args.ring_slots < count) {
