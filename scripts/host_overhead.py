@@ -47,6 +47,8 @@ def main() -> None:
     p.add_argument("--backend", default=None, help="default: the device's default backend")
     p.add_argument("--calls", type=int, default=1000)
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (tiny tensors: 1)")
+    p.add_argument("--parts", action="store_true",
+                   help="also time the pieces of vector_add's out-of-place call (where its overhead goes)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     device, b = torch.device(args.device), args.backend
@@ -76,6 +78,33 @@ def main() -> None:
         t = [per_call_us(f, args.calls, sync) for f in (ours, theirs, ours_, theirs_, prepared.run)]
         print(f"{name:<11}{t[0]:>8.2f}{t[1]:>8.2f}{t[0] / t[1]:>6.2f}x{t[2]:>9.2f}{t[3]:>8.2f}{t[2] / t[3]:>6.2f}x"
               f"{t[4]:>10.2f}{t[4] / t[3]:>8.2f}x")
+    if args.parts:
+        print_parts(x, y, o16, b, args.calls, sync)
+
+
+def print_parts(x, y, out, backend, calls: int, sync) -> None:
+    """vector_add's out-of-place call next to what it is made of: the
+    signature key (built here in Python; fast_call.c builds the same tuple),
+    the new output, torch's current stream and device, and the prepared
+    launch (the C entry point alone)."""
+    from operator_runtime._internal.backends import CUDA_GET_DEVICE, CUDA_RAW_STREAM
+
+    index = x.device.index if x.device.type == "cuda" else None
+    prepared = oprt.prepare_vector_add(out, x, y, backend=backend)
+    parts = {
+        "op() (all of it)": lambda: oprt.vector_add(x, y, backend=backend),
+        "torch.add": lambda: torch.add(x, y),
+        "key: 2 x (dtype, shape, stride(), device)": lambda: (x.dtype, x.shape, x.stride(), x.device, y.dtype,
+                                                             y.shape, y.stride(), y.device),
+        "torch.empty_like(x)": lambda: torch.empty_like(x),
+        "x.data_ptr() x 3": lambda: (x.data_ptr(), y.data_ptr(), out.data_ptr()),
+        "prepared run()": prepared.run,
+    }
+    if index is not None and CUDA_RAW_STREAM is not None and CUDA_GET_DEVICE is not None:
+        parts["current raw stream + device"] = lambda: (CUDA_RAW_STREAM(index), CUDA_GET_DEVICE())
+    print("\nvector_add op() and its pieces (us/call, same timing)")
+    for name, fn in parts.items():
+        print(f"  {name:<44}{per_call_us(fn, calls, sync):>8.2f}")
 
 
 if __name__ == "__main__":
