@@ -1,13 +1,15 @@
 #!/usr/bin/env python
 """Host overhead per call, ours vs torch eager, on a tiny tensor.
 
-  python scripts/host_overhead.py [--device cpu|cuda] [--backend NAME] [--calls 1000] [--threads 1]
+  python scripts/host_overhead.py [--device cpu|cuda] [--backend NAME] [--calls 1000] [--threads 1] [--parts]
 
 Times N back-to-back calls (median of 7 rounds, after warm-up; synchronized
 before and after on CUDA) of, per op: ours out of place vs torch's
 functional call, ours op_(out, ...) vs torch's out= call, and ours prepared
 run(). Standalone on purpose (only the public API), so the same file
 measures an older checkout too:  git stash; python scripts/host_overhead.py.
+--parts adds vector_add's out-of-place call beside its pieces; it reads
+torch's stream / device entry points from the package's internals.
 The targets of issue 3: op() <= 1.3x torch, prepared <= 1.0x torch out=.
 """
 
