@@ -341,6 +341,9 @@ VARIANT_CASES = [
     ("softmax-rows-relay-groups", "softmax", [(7, 300001)], "offset",
      {"dim": -1, "tune": {"SOFTMAX_SHARED": 0, "SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_GROUPS": 3},
       "nvidia_variant": "rows_relay"}, None),
+    ("softmax-rows-relay-two-per-sm", "softmax", [(7, 300001)], "offset",
+     {"dim": -1, "tune": {"SOFTMAX_SHARED": 0, "SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_PER_SM": 2, "SOFTMAX_RELAY_GROUPS": 2},
+      "nvidia_variant": "rows_relay"}, None),
     # long rows in (row, chunk) tasks over two launches (nvidia: rows_split2), or one cooperative kernel
     ("softmax-rows-split", "softmax", [(3, 300001)], "contiguous",
      {"dim": -1, "tune": {"SOFTMAX_RESIDENT": 0}, "nvidia_variant": "rows_split2"}, None),

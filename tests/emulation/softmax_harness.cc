@@ -158,6 +158,11 @@ int main() {
       {"long-relay-groups", {{5, 40001}, {}, 2}, -1, {},
        {{"SOFTMAX_SHARED", "0"}, {"SOFTMAX_CLUSTER_MAX", "1"}, {"SOFTMAX_RELAY", "1"}, {"SOFTMAX_RELAY_GROUPS", "2"}},
        bf16},
+      // two blocks per SM in two groups
+      {"long-relay-two-per-sm", {{5, 40001}, {}, 2}, -1, {},
+       {{"SOFTMAX_SHARED", "0"}, {"SOFTMAX_CLUSTER_MAX", "1"}, {"SOFTMAX_RELAY", "1"}, {"SOFTMAX_RELAY_PER_SM", "2"},
+        {"SOFTMAX_RELAY_GROUPS", "2"}},
+       bf16},
       {"long-split2", {{3, 40000}}, -1, {},
        {{"SOFTMAX_SHARED", "0"}, {"SOFTMAX_CLUSTER_MAX", "1"}, {"SOFTMAX_RESIDENT", "0"}}},
       {"long-split", {{3, 40001}}, -1, {},

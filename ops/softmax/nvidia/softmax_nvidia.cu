@@ -99,6 +99,7 @@ struct SoftmaxNvidia : oprt_descriptor {
   int64_t cache_vectors = 0;  // resident, twice: 16-byte vectors of shared memory per block; relay: per slot
   int ring_slots = 2;         // relay: rows in shared memory at once
   int64_t relay_groups = 1;   // relay: groups of blocks, each relaying every relay_groups-th row
+  int relay_per_sm = 1;       // relay: blocks resident per SM (1 or 2)
   int ahead = kMaxPieces;     // resident: bulk copies (or rounds of a thread's copies) in flight at a time
   bool resident_copies = false;  // resident: the cache filled by each thread's copies (else bulk copies)
   int tx = 32, ty = 8;      // columns
@@ -177,9 +178,18 @@ void plan_resident(SoftmaxNvidia& d, int vec) {
 // blocks, each relaying its share of the rows (planned: 1). The workspace:
 // a (max, sum) per (row, block of its group), then a counter per row (a
 // block may arrive for a row before another has for the one before).
-template <class T, class Index>
-size_t relay_room_bytes() {  // shared memory a block may take (on the current device)
-  return opt_in_dynamic_smem<softmax_relay_kernel<T, Index>>();
+template <class T, class Index, int kPerSM>
+size_t relay_room_bytes() {  // shared memory a block may take with kPerSM blocks per SM (on the current device)
+  constexpr auto kernel = softmax_relay_kernel<T, Index, kPerSM>;
+  size_t room = opt_in_dynamic_smem<kernel>() / kPerSM / 16 * 16;
+  while (room > 1024 && resident_blocks_per_sm(kernel, kRelayThreads, room) < kPerSM) room -= 1024;
+  return room;
+}
+
+// Calls f(std::integral_constant<int, N>{}) for N == d.relay_per_sm.
+template <class F>
+void visit_relay_per_sm(const SoftmaxNvidia& d, F&& f) {
+  visit_pow2<1, 2>(d.relay_per_sm, "softmax rows_relay: blocks per SM", f);
 }
 
 // Where the counters start in rows_relay's workspace (after the partials).
@@ -190,13 +200,17 @@ size_t relay_counters_at(const SoftmaxNvidia& d) {
 
 bool plan_relay(SoftmaxNvidia& d, int vec) {
   if (d.nrows < 2) return false;
+  d.relay_per_sm = tuned("SOFTMAX_RELAY_PER_SM", 1) == 2 ? 2 : 1;
   size_t room = 0;
   dispatch_dtype(d.dtype, [&](auto type) {
     dispatch_index(d.nrows, [&](auto index) {
-      using T = decltype(type);
-      using Index = decltype(index);
-      room = relay_room_bytes<T, Index>();
-      d.grid = resident_grid(softmax_relay_kernel<T, Index>, kRelayThreads, 1, room);
+      visit_relay_per_sm(d, [&](auto per_sm) {
+        using T = decltype(type);
+        using Index = decltype(index);
+        constexpr int kPerSM = decltype(per_sm)::value;
+        room = relay_room_bytes<T, Index, kPerSM>();
+        d.grid = resident_grid(softmax_relay_kernel<T, Index, kPerSM>, kRelayThreads, kPerSM, room);
+      });
     });
   });
   d.relay_groups = std::clamp<int64_t>(tuned("SOFTMAX_RELAY_GROUPS", 1), 1, std::min<int64_t>(d.nrows, d.grid));
@@ -739,16 +753,18 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
     }
   }
   if (d.kind == Kind::kRelay) {
-    constexpr auto kernel = softmax_relay_kernel<T, Index>;
     const size_t smem = static_cast<size_t>(d.ring_slots) * static_cast<size_t>(d.cache_vectors) * sizeof(Raw16);
-    if (relay_room_bytes<T, Index>() < smem)  // on this device (the descriptor may be another's)
-      fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows_relay: %zu bytes of shared memory do not fit", smem);
     auto* partials = static_cast<Stats*>(workspace);
     auto* arrivals = reinterpret_cast<unsigned*>(static_cast<char*>(workspace) + relay_counters_at(d));
     const RelayArgs args{d.nrows, d.length, d.out_stride, d.relay_groups, d.grid / d.relay_groups, d.chunk,
                          d.ring_slots, d.cache_vectors, partials, arrivals, d.evict_first};
-    return launch_with(cooperative_attribute(), kernel, d.grid, kRelayThreads, smem, stream, out, src,
-                       OffsetCalc<2, Index>(d.rows), args);
+    return visit_relay_per_sm(d, [&](auto per_sm) {
+      constexpr int kPerSM = decltype(per_sm)::value;
+      if (relay_room_bytes<T, Index, kPerSM>() < smem)  // on this device (the descriptor may be another's)
+        fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows_relay: %zu bytes of shared memory do not fit", smem);
+      launch_with(cooperative_attribute(), softmax_relay_kernel<T, Index, kPerSM>, d.grid, kRelayThreads, smem,
+                  stream, out, src, OffsetCalc<2, Index>(d.rows), args);
+    });
   }
   if (d.kind == Kind::kSplit || d.kind == Kind::kSplit2 || d.kind == Kind::kTwice || d.kind == Kind::kResident) {
     const SplitArgs args{d.nrows, d.length, d.out_stride, d.splits, d.chunk, static_cast<Stats*>(workspace),

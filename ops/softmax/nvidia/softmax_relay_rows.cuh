@@ -48,8 +48,11 @@ struct RelayArgs {
   bool evict_first;       // the write pass marks its lines first to leave L2
 };
 
-template <class T, class Index>
-__global__ void __launch_bounds__(kRelayThreads, 1)
+// kPerSM: blocks resident on an SM (1 or 2). With 2 and `groups` 2, each SM
+// holds a block of each group, so one group's stats and arrival overlap the
+// other's write on the same SM.
+template <class T, class Index, int kPerSM>
+__global__ void __launch_bounds__(kRelayThreads, kPerSM)
 softmax_relay_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, RelayArgs args) {
 #if __CUDA_ARCH__ >= 900
   constexpr int VEC = kVec16<T>, U = kResidentUnroll;
