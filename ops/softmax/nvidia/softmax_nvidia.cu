@@ -38,7 +38,7 @@
 //            chunk's first ~224 KB kept in shared memory between the
 //            passes, brought in by bulk copies or (rows_resident_copies,
 //            chunks of 1.5 times that or more) each thread's own copies
-//   rows_relay  (told, OPRT_TUNE_SOFTMAX_RELAY=1: not yet timed) rows_resident's
+//   rows_relay  (told, OPRT_TUNE_SOFTMAX_RELAY=1; lost on the H200) rows_resident's
 //            rows taken one after another by every block, through a ring of
 //            shared-memory slots: a row is written while the next are read
 //   columns  the dim is not the contiguous one (e.g. dim 0): threads along
@@ -175,7 +175,9 @@ void plan_resident(SoftmaxNvidia& d, int vec) {
 // OPRT_TUNE_SOFTMAX_RELAY_SLOTS sets it), each capped at
 // OPRT_TUNE_SOFTMAX_RELAY_SLOT_KB; a chunk past its slot reads the rest
 // twice. OPRT_TUNE_SOFTMAX_RELAY_GROUPS splits the grid into groups of
-// blocks, each relaying its share of the rows (planned: 1). The workspace:
+// blocks, each relaying its share of the rows (planned: 1);
+// OPRT_TUNE_SOFTMAX_RELAY_PER_SM=2 makes it two blocks per SM with half the
+// shared memory each (with two groups, a block of each on every SM). The workspace:
 // a (max, sum) per (row, block of its group), then a counter per row (a
 // block may arrive for a row before another has for the one before).
 template <class T, class Index, int kPerSM>
