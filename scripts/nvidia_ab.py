@@ -88,19 +88,6 @@ SOFTMAX_CONFIGS = [
     ("no_twice", {"SOFTMAX_TWICE": 0}),  # rows_twice's rows to clusters / rows_split2
     ("twice_keep_l2", {"SOFTMAX_TWICE_EVICT_FIRST": 0}),  # rows_twice's write pass without evict_first
     ("resident_keep_l2", {"SOFTMAX_RESIDENT_EVICT_FIRST": 0}),  # rows_resident's, the same
-    # rows_relay (few long rows taken one after another by every block through a ring of shared-memory slots):
-    # slots as planned (as many as hold a chunk, 2-8), 2 or 3, without evict_first on the write pass, the grid
-    # split into groups
-    ("relay", {"SOFTMAX_RELAY": 1}),
-    ("relay_slots2", {"SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_SLOTS": 2}),
-    ("relay_slots3", {"SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_SLOTS": 3}),
-    ("relay_keep_l2", {"SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_EVICT_FIRST": 0}),
-    ("relay_groups2", {"SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_GROUPS": 2}),  # two groups of blocks, half the rows each
-    ("relay_groups4", {"SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_GROUPS": 4}),
-    # two blocks per SM, half the shared memory each: with two groups an SM holds a block of each
-    ("relay_2sm", {"SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_PER_SM": 2}),
-    ("relay_2sm_groups2", {"SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_PER_SM": 2, "SOFTMAX_RELAY_GROUPS": 2}),
-    ("relay_2sm_groups4", {"SOFTMAX_RELAY": 1, "SOFTMAX_RELAY_PER_SM": 2, "SOFTMAX_RELAY_GROUPS": 4}),
     ("twice_nocache", {"SOFTMAX_TWICE_CACHE_KB": 0}),  # rows_twice reading the whole row twice (before session 19)
     ("twice_cacheall", {"SOFTMAX_TWICE_CACHE_KB": 1 << 20}),  # all the shared memory the blocks per SM leave
     ("twice_cache64", {"SOFTMAX_TWICE_CACHE_KB": 64}),

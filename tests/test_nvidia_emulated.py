@@ -192,5 +192,5 @@ def test_softmax_emulated(emulated_ops):
     variants = {re.sub(r"(cluster|shared)\d+$", r"\1", line.split()[2]) for line in output.splitlines()[:-1]}
     assert variants == {
         "empty", "rows_warp", "rows_warp_dense", "rows_block", "rows_block_dense", "rows_stream", "rows_cluster",
-        "rows_shared", "rows_twice", "rows_resident", "rows_resident_copies", "rows_relay", "rows_split", "rows_split2",
+        "rows_shared", "rows_twice", "rows_resident", "rows_resident_copies", "rows_split", "rows_split2",
         "columns", "columns_split", "columns_cluster", "strided"}, variants  # every variant ran

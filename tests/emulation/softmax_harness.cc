@@ -146,23 +146,6 @@ int main() {
       {"long-resident", {{2, 40000}}, -1, {}, {{"SOFTMAX_SHARED", "0"}, {"SOFTMAX_CLUSTER_MAX", "1"}}},
       {"long-resident-copies", {{2, 40003}}, -1, {},
        {{"SOFTMAX_SHARED", "0"}, {"SOFTMAX_CLUSTER_MAX", "1"}, {"SOFTMAX_RESIDENT_COPIES", "1"}}},
-      // rows_relay (told): 3 rows in 3 slots; 7 misaligned rows through 2 slots (each refilled up to three
-      // times); chunks past their slot (the rest read twice)
-      {"long-relay", {{3, 40000}}, -1, {}, {{"SOFTMAX_SHARED", "0"}, {"SOFTMAX_CLUSTER_MAX", "1"}, {"SOFTMAX_RELAY", "1"}}},
-      {"long-relay-ring", {{7, 40003}, {}, 1}, -1, {},
-       {{"SOFTMAX_SHARED", "0"}, {"SOFTMAX_CLUSTER_MAX", "1"}, {"SOFTMAX_RELAY", "1"}, {"SOFTMAX_RELAY_SLOTS", "2"}}},
-      {"long-relay-rest", {{5, 40000}}, -1, {},
-       {{"SOFTMAX_SHARED", "0"}, {"SOFTMAX_CLUSTER_MAX", "1"}, {"SOFTMAX_RELAY", "1"}, {"SOFTMAX_RELAY_SLOT_KB", "16"}},
-       f32},
-      // two groups of two blocks, rows 0, 2, 4 and 1, 3
-      {"long-relay-groups", {{5, 40001}, {}, 2}, -1, {},
-       {{"SOFTMAX_SHARED", "0"}, {"SOFTMAX_CLUSTER_MAX", "1"}, {"SOFTMAX_RELAY", "1"}, {"SOFTMAX_RELAY_GROUPS", "2"}},
-       bf16},
-      // two blocks per SM in two groups
-      {"long-relay-two-per-sm", {{5, 40001}, {}, 2}, -1, {},
-       {{"SOFTMAX_SHARED", "0"}, {"SOFTMAX_CLUSTER_MAX", "1"}, {"SOFTMAX_RELAY", "1"}, {"SOFTMAX_RELAY_PER_SM", "2"},
-        {"SOFTMAX_RELAY_GROUPS", "2"}},
-       bf16},
       {"long-split2", {{3, 40000}}, -1, {},
        {{"SOFTMAX_SHARED", "0"}, {"SOFTMAX_CLUSTER_MAX", "1"}, {"SOFTMAX_RESIDENT", "0"}}},
       {"long-split", {{3, 40001}}, -1, {},

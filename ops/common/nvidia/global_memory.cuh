@@ -49,20 +49,6 @@ __device__ __forceinline__ void store_raw_evict_first(T* p, const Raw16& r, uint
                : "memory");
 }
 
-// A count of arrivals in global memory, for blocks of a cooperative grid
-// that wait on a subset of the grid's work instead of a grid-wide barrier
-// (softmax rows_relay). The arrival releases the arriving thread's earlier
-// writes; a wait that sees `target` arrivals acquires them.
-__device__ __forceinline__ void signal_arrival(unsigned* counter) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counter) : "memory");
-}
-__device__ __forceinline__ void wait_arrivals(const unsigned* counter, unsigned target) {
-  unsigned seen;
-  do {
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
-  } while (seen < target);
-}
-
 }  // namespace oprt::nvidia
 
 #endif

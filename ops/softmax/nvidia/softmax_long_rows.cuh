@@ -126,14 +126,11 @@ __device__ __forceinline__ Stats chunk_stats(const T* p, int64_t c0, int64_t c1,
 }
 
 // A row's `splits` partials merged in a fixed order (every block of the row
-// gets bitwise the same result): the max and 1 / sum. kPastL1: read past L1
-// (partials other blocks wrote during this kernel, with no grid barrier
-// between: rows_relay).
-template <bool kPastL1 = false>
+// gets bitwise the same result): the max and 1 / sum.
 __device__ __forceinline__ Stats row_scale(const Stats* part, int64_t splits, Stats* slots) {
   Stats st{-INFINITY, 0.0f};
   for (int64_t j = threadIdx.x; j < splits; j += blockDim.x)
-    st = merge(st, kPastL1 ? Stats{__ldcg(&part[j].m), __ldcg(&part[j].s)} : part[j]);
+    st = merge(st, part[j]);
   st = block_merge(st, slots);
   return {st.m, 1.0f / st.s};
 }

@@ -38,9 +38,6 @@
 //            chunk's first ~224 KB kept in shared memory between the
 //            passes, brought in by bulk copies or (rows_resident_copies,
 //            chunks of 1.5 times that or more) each thread's own copies
-//   rows_relay  (told, OPRT_TUNE_SOFTMAX_RELAY=1; lost on the H200) rows_resident's
-//            rows taken one after another by every block, through a ring of
-//            shared-memory slots: a row is written while the next are read
 //   columns  the dim is not the contiguous one (e.g. dim 0): threads along
 //            the contiguous dim, an online (max, sum) per column down the
 //            softmax dim, split over blocks through the workspace
@@ -64,7 +61,6 @@
 #include "softmax_columns.cuh"
 #include "softmax_long_rows.cuh"
 #include "softmax_math.cuh"
-#include "softmax_relay_rows.cuh"
 #include "softmax_rows.cuh"
 #include "softmax_shared_rows.cuh"
 
@@ -72,7 +68,7 @@ namespace oprt::nvidia {
 namespace {
 
 // ---- planning ----------------------------------------------------------------------
-enum class Kind { kEmpty, kRows, kSplit, kSplit2, kTwice, kResident, kRelay, kColumns };
+enum class Kind { kEmpty, kRows, kSplit, kSplit2, kTwice, kResident, kColumns };
 
 struct SoftmaxNvidia : oprt_descriptor {
   static constexpr const char* kName = "softmax/nvidia";
@@ -96,10 +92,7 @@ struct SoftmaxNvidia : oprt_descriptor {
   int64_t splits = 1, chunk = 0;
   bool evict_first = false; // twice, resident: the write pass marks its lines first to leave L2
   unsigned grid = 0;        // split, resident: the cooperative grid
-  int64_t cache_vectors = 0;  // resident, twice: 16-byte vectors of shared memory per block; relay: per slot
-  int ring_slots = 2;         // relay: rows in shared memory at once
-  int64_t relay_groups = 1;   // relay: groups of blocks, each relaying every relay_groups-th row
-  int relay_per_sm = 1;       // relay: blocks resident per SM (1 or 2)
+  int64_t cache_vectors = 0;  // resident, twice: 16-byte vectors of shared memory per block
   int ahead = kMaxPieces;     // resident: bulk copies (or rounds of a thread's copies) in flight at a time
   bool resident_copies = false;  // resident: the cache filled by each thread's copies (else bulk copies)
   int tx = 32, ty = 8;      // columns
@@ -166,73 +159,6 @@ void plan_resident(SoftmaxNvidia& d, int vec) {
   d.ahead = static_cast<int>(
       std::clamp<int64_t>(tuned("SOFTMAX_RESIDENT_AHEAD", d.resident_copies ? 4 : 3), 1, kMaxPieces));
   d.variant = d.resident_copies ? "rows_resident_copies" : "rows_resident";
-}
-
-// rows_relay (softmax_relay_rows.cuh), told by OPRT_TUNE_SOFTMAX_RELAY=1
-// for rows_resident's and rows_split2's rows (at least two): a
-// one-block-per-SM cooperative grid, block b taking chunk b of every row;
-// as many slots as hold a whole chunk each (2 to 8;
-// OPRT_TUNE_SOFTMAX_RELAY_SLOTS sets it), each capped at
-// OPRT_TUNE_SOFTMAX_RELAY_SLOT_KB; a chunk past its slot reads the rest
-// twice. OPRT_TUNE_SOFTMAX_RELAY_GROUPS splits the grid into groups of
-// blocks, each relaying its share of the rows (planned: 1);
-// OPRT_TUNE_SOFTMAX_RELAY_PER_SM=2 makes it two blocks per SM with half the
-// shared memory each (with two groups, a block of each on every SM). The workspace:
-// a (max, sum) per (row, block of its group), then a counter per row (a
-// block may arrive for a row before another has for the one before).
-template <class T, class Index, int kPerSM>
-size_t relay_room_bytes() {  // shared memory a block may take with kPerSM blocks per SM (on the current device)
-  constexpr auto kernel = softmax_relay_kernel<T, Index, kPerSM>;
-  size_t room = opt_in_dynamic_smem<kernel>() / kPerSM / 16 * 16;
-  while (room > 1024 && resident_blocks_per_sm(kernel, kRelayThreads, room) < kPerSM) room -= 1024;
-  return room;
-}
-
-// Calls f(std::integral_constant<int, N>{}) for N == d.relay_per_sm.
-template <class F>
-void visit_relay_per_sm(const SoftmaxNvidia& d, F&& f) {
-  visit_pow2<1, 2>(d.relay_per_sm, "softmax rows_relay: blocks per SM", f);
-}
-
-// Where the counters start in rows_relay's workspace (after the partials).
-size_t relay_counters_at(const SoftmaxNvidia& d) {
-  const int64_t group_blocks = d.grid / d.relay_groups;
-  return static_cast<size_t>(ceil_div(d.nrows * group_blocks * int64_t{sizeof(Stats)}, 16) * 16);
-}
-
-bool plan_relay(SoftmaxNvidia& d, int vec) {
-  if (d.nrows < 2) return false;
-  d.relay_per_sm = tuned("SOFTMAX_RELAY_PER_SM", 1) == 2 ? 2 : 1;
-  size_t room = 0;
-  dispatch_dtype(d.dtype, [&](auto type) {
-    dispatch_index(d.nrows, [&](auto index) {
-      visit_relay_per_sm(d, [&](auto per_sm) {
-        using T = decltype(type);
-        using Index = decltype(index);
-        constexpr int kPerSM = decltype(per_sm)::value;
-        room = relay_room_bytes<T, Index, kPerSM>();
-        d.grid = resident_grid(softmax_relay_kernel<T, Index, kPerSM>, kRelayThreads, kPerSM, room);
-      });
-    });
-  });
-  d.relay_groups = std::clamp<int64_t>(tuned("SOFTMAX_RELAY_GROUPS", 1), 1, std::min<int64_t>(d.nrows, d.grid));
-  const int64_t group_blocks = d.grid / d.relay_groups;
-  d.grid = static_cast<unsigned>(group_blocks * d.relay_groups);
-  d.chunk = ceil_div(ceil_div(d.length, group_blocks), vec) * vec;
-  const int64_t chunk_vectors = d.chunk / vec;
-  const int64_t slot_cap = std::max<int64_t>(1, tuned("SOFTMAX_RELAY_SLOT_KB", int64_t{1} << 20)) << 10;
-  const int64_t room_vectors = static_cast<int64_t>(room / 16);
-  const int64_t fit = room_vectors / std::min(chunk_vectors, slot_cap / 16);
-  const int64_t slots = tuned("SOFTMAX_RELAY_SLOTS", fit);
-  const int64_t group_rows = ceil_div(d.nrows, d.relay_groups);
-  d.ring_slots = static_cast<int>(std::clamp<int64_t>(slots, 2, std::clamp<int64_t>(group_rows, 2, kMaxRelaySlots)));
-  d.cache_vectors = std::min({chunk_vectors, slot_cap / 16, room_vectors / d.ring_slots});
-  if (d.cache_vectors < 1) return false;
-  d.evict_first = tuned("SOFTMAX_RELAY_EVICT_FIRST", 1) == 1;
-  d.kind = Kind::kRelay;
-  d.variant = "rows_relay";
-  d.workspace_bytes = relay_counters_at(d) + static_cast<size_t>(ceil_div(d.nrows * 4, 16) * 16);
-  return true;
 }
 
 // rows_twice's row cache: as many 16-byte vectors of shared memory as
@@ -577,8 +503,6 @@ SoftmaxNvidia* plan(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src
     // (16 x 4M float32 200.3 vs 202.0, bf16 102.6 vs 112.0; 32 x 1M float32
     // 96.9 vs 106.3), so no size limit is planned
     // (OPRT_TUNE_SOFTMAX_RESIDENT_MAX_MB sets one).
-    // (rows_relay takes any number of rows; told, it takes rows_split2's too)
-    if (current_device_info().cc_major >= 9 && tuned("SOFTMAX_RELAY", 0) == 1 && plan_relay(*d, vec)) return d;
     const int64_t resident_max_bytes = tuned("SOFTMAX_RESIDENT_MAX_MB", int64_t{1} << 40) << 20;
     if (d->nrows <= sms && current_device_info().cc_major >= 9 && tuned("SOFTMAX_RESIDENT", 1) == 1 &&
         d->nrows * d->length * element_size <= resident_max_bytes) {
@@ -645,7 +569,7 @@ SoftmaxNvidia* plan(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src
 // held in a cluster's registers (the plan stays, for a misaligned base).
 SoftmaxNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src, int32_t dim) {
   std::unique_ptr<SoftmaxNvidia> d(plan(out, src, dim));
-  const bool long_rows = d->kind == Kind::kTwice || d->kind == Kind::kResident || d->kind == Kind::kRelay ||
+  const bool long_rows = d->kind == Kind::kTwice || d->kind == Kind::kResident ||
                          d->kind == Kind::kSplit || d->kind == Kind::kSplit2 ||
                          (d->kind == Kind::kRows && d->cluster > 1);
   if (long_rows) plan_shared_rows(*d);
@@ -753,20 +677,6 @@ void launch(const SoftmaxNvidia& d, void* workspace, T* out, const T* src, cudaS
       case 4: return launch_rows_slots<T, 4, Index>(d, out, src, stream);
       default: return launch_rows_slots<T, 8, Index>(d, out, src, stream);
     }
-  }
-  if (d.kind == Kind::kRelay) {
-    const size_t smem = static_cast<size_t>(d.ring_slots) * static_cast<size_t>(d.cache_vectors) * sizeof(Raw16);
-    auto* partials = static_cast<Stats*>(workspace);
-    auto* arrivals = reinterpret_cast<unsigned*>(static_cast<char*>(workspace) + relay_counters_at(d));
-    const RelayArgs args{d.nrows, d.length, d.out_stride, d.relay_groups, d.grid / d.relay_groups, d.chunk,
-                         d.ring_slots, d.cache_vectors, partials, arrivals, d.evict_first};
-    return visit_relay_per_sm(d, [&](auto per_sm) {
-      constexpr int kPerSM = decltype(per_sm)::value;
-      if (relay_room_bytes<T, Index, kPerSM>() < smem)  // on this device (the descriptor may be another's)
-        fail(OPRT_STATUS_INTERNAL_ERROR, "softmax rows_relay: %zu bytes of shared memory do not fit", smem);
-      launch_with(cooperative_attribute(), softmax_relay_kernel<T, Index, kPerSM>, d.grid, kRelayThreads, smem,
-                  stream, out, src, OffsetCalc<2, Index>(d.rows), args);
-    });
   }
   if (d.kind == Kind::kSplit || d.kind == Kind::kSplit2 || d.kind == Kind::kTwice || d.kind == Kind::kResident) {
     const SplitArgs args{d.nrows, d.length, d.out_stride, d.splits, d.chunk, static_cast<Stats*>(workspace),

@@ -110,8 +110,6 @@ struct Fiber {
   const struct Barrier* waits_on = nullptr;  // and for which generation to pass
   uint64_t waits_for = 0;
   const char* waiting_at = nullptr;
-  const unsigned* polls = nullptr;  // a counter in global memory it waits to reach poll_target
-  unsigned poll_target = 0;
   const struct Mbarrier* awaits = nullptr;  // an mbarrier whose phase of this parity waits for a copy to be issued
   uint32_t awaits_parity = 0;
   uint64_t cluster_arrival = 0;  // __cluster_barrier_arrive's generation
@@ -204,20 +202,6 @@ inline void wait(Barrier& b, uint64_t generation, const char* what) {
   f.waiting_at = nullptr;
 }
 inline void arrive_and_wait(Barrier& b, const char* what) { wait(b, arrive(b), what); }
-
-// A spin on a counter in global memory (other blocks of a cooperative grid
-// count on it): the thread sleeps until the count reaches `target`; a count
-// that never gets there is reported as a deadlock.
-inline void wait_until_at_least(const unsigned* counter, unsigned target, const char* what) {
-  if (*counter >= target) return;
-  Fiber& f = current_fiber();
-  f.polls = counter;
-  f.poll_target = target;
-  f.waiting_at = what;
-  yield_to_scheduler();  // (resumed once the count is there)
-  f.polls = nullptr;
-  f.waiting_at = nullptr;
-}
 
 inline void fiber_entry() {
   finish_switch(nullptr, &engine.scheduler_stack, &engine.scheduler_stack_size);
@@ -330,7 +314,6 @@ inline void run_group(unsigned first_block) {
   }
   const auto runnable = [](const Fiber& f) {
     return !f.done && (f.waits_on == nullptr || f.waits_on->generation != f.waits_for) &&
-           (f.polls == nullptr || *f.polls >= f.poll_target) &&
            (f.awaits == nullptr || !f.awaits->pending.empty() || (f.awaits->completed & 1) != f.awaits_parity);
   };
   std::vector<int> live_threads(static_cast<size_t>(engine.group_blocks), threads);

@@ -36,11 +36,6 @@ void store_raw_evict_first(T* p, const Raw16& r, uint64_t) {
   store_raw(p, r);
 }
 
-inline void signal_arrival(unsigned* counter) { ++*counter; }
-inline void wait_arrivals(const unsigned* counter, unsigned target) {
-  emu::wait_until_at_least(counter, target, "wait_arrivals()");
-}
-
 }  // namespace oprt::nvidia
 
 #endif
