@@ -181,6 +181,7 @@ REDUCE_CONFIGS = [
     # (the unroll and tpr configs above apply to the rows kernel only)
     ("dense_before", {"REDUCE_MIN_ROUNDS": 2, "REDUCE_WAVES": 2}),  # rows_dense's plan before the 19th session
     ("rows_kernel", {"REDUCE_DENSE_ROWS": 0}),
+    ("no_aligned", {"REDUCE_ALIGNED": 0}),  # rows_dense where rows_aligned is planned
     ("rows_kernel_unroll8", {"REDUCE_DENSE_ROWS": 0, "REDUCE_UNROLL": 8}),
     # split rows / scalars at half a resident grid, one, two (the plan before the seventh session)
     ("half_grid", {"REDUCE_SPLIT_ROUNDS": 1 << 30}),

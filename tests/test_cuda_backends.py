@@ -179,15 +179,26 @@ VARIANT_CASES = [
     ("copy-odd-kernel-unaligned", "copy", [(100003,)], "offset", _ODD_COPY, None),
     ("copy-odd-memcpy-told", "copy", [(100003,)], "contiguous",
      {"tune": {"COPY_ODD_KERNEL": 0}, "nvidia_variant": "memcpy"}, None),
-    # one contiguous run per output (nvidia: rows_dense), split over blocks; several runs per output: rows
-    ("sum-rows", "reduce_sum", [(512, 4096)], "contiguous", {"dim": -1, "nvidia_variant": "rows_dense"}, None),
+    # one contiguous run per output, 16-byte aligned rows of whole rounds (nvidia: rows_aligned), split over
+    # blocks (the last piece of a row a partial round where the row is not whole rounds); the same without
+    # rows_aligned (rows_dense); several runs per output: rows
+    ("sum-rows", "reduce_sum", [(512, 4096)], "contiguous", {"dim": -1, "nvidia_variant": "rows_aligned"}, None),
     ("sum-rows-split", "reduce_sum", [(2, 1 << 20)], "contiguous",
-     {"dim": -1, "nvidia_variant": "rows_dense_split"}, None),
-    ("sum-all-split", "reduce_sum", [(1 << 22,)], "contiguous", {"dim": None, "nvidia_variant": "rows_dense_split"},
+     {"dim": -1, "nvidia_variant": "rows_aligned_split"}, None),
+    ("sum-rows-split-partial-round", "reduce_sum", [(2, 1000008)], "contiguous",
+     {"dim": -1, "nvidia_variant": "rows_aligned_split"}, None),
+    ("sum-all-split", "reduce_sum", [(1 << 22,)], "contiguous", {"dim": None, "nvidia_variant": "rows_aligned_split"},
      None),
-    # split dense rows with 32 threads a task (a block's 8 tasks span rows); 64 rows, unaligned
+    ("sum-rows-dense", "reduce_sum", [(512, 4096)], "contiguous",
+     {"dim": -1, "tune": {"REDUCE_ALIGNED": 0}, "nvidia_variant": "rows_dense"}, None),
+    ("sum-rows-dense-split", "reduce_sum", [(2, 1000008)], "contiguous",
+     {"dim": -1, "tune": {"REDUCE_ALIGNED": 0}, "nvidia_variant": "rows_dense_split"}, None),
+    # split rows with 32 threads a task (a block's 8 tasks span rows); then 64 rows with the base unaligned
+    # (the plan's rows_aligned_split runs as rows_dense_split)
     ("sum-rows-split-groups", "reduce_sum", [(3, 1 << 20)], "contiguous",
-     {"dim": -1, "tune": {"REDUCE_MAX_TPR": 32}, "nvidia_variant": "rows_dense_split"}, None),
+     {"dim": -1, "tune": {"REDUCE_MAX_TPR": 32}, "nvidia_variant": "rows_aligned_split"}, None),
+    ("sum-rows-split-groups-dense", "reduce_sum", [(3, 1 << 20)], "contiguous",
+     {"dim": -1, "tune": {"REDUCE_MAX_TPR": 32, "REDUCE_ALIGNED": 0}, "nvidia_variant": "rows_dense_split"}, None),
     ("sum-rows-split-many", "reduce_sum", [(64, 1 << 16)], "offset", {"dim": -1}, None),
     ("sum-runs", "reduce_sum", [(2, 8192, 1024)], "contiguous", {"dim": (0, 2), "nvidia_variant": "rows"}, None),
     ("sum-runs-split", "reduce_sum", [(64, 2, 4096)], "contiguous", {"dim": (0, 2), "nvidia_variant": "rows_split"},
@@ -265,14 +276,15 @@ VARIANT_CASES = [
     ("sum-rows-short-unaligned-base", "reduce_sum", [(1001, 128)], "offset", {"dim": -1, "nvidia_variant": "rows_short"},
      None),
     # rows not whole vectors long (16-bit), row starts 2 elements off 16-byte steps, longer rows, or
-    # turned off: rows_dense
+    # turned off: rows_dense (rows_aligned where a float32 row is whole rounds of 32 lanes)
     ("sum-rows-short-odd-length", "reduce_sum", [(1001, 100)], "contiguous",
      {"dim": -1, "nvidia_variant": {"float32": "rows_short", "float16": "rows_dense", "bfloat16": "rows_dense"}},
      None),
     ("sum-rows-short-shifted", "reduce_sum", [(1001, 128)], "shifted-rows",
      {"dim": -1, "nvidia_variant": "rows_dense"}, None),
     ("sum-rows-short-too-long", "reduce_sum", [(1001, 1024)], "contiguous",
-     {"dim": -1, "nvidia_variant": "rows_dense"}, None),
+     {"dim": -1, "nvidia_variant": {"float32": "rows_aligned", "float16": "rows_dense", "bfloat16": "rows_dense"}},
+     None),
     ("sum-rows-short-off", "reduce_sum", [(4096, 128)], "contiguous",
      {"dim": -1, "tune": {"REDUCE_SHORT_ROWS": 0}, "nvidia_variant": "rows_dense"}, None),
     ("softmax-rows-warp", "softmax", [(4096, 100)], "contiguous", {"dim": -1}, None),

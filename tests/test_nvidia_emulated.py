@@ -181,7 +181,8 @@ def test_reduce_sum_emulated(emulated_ops):
                            ("reduce_sum/reduce_sum_plan.cc", "reduce_sum/nvidia/reduce_sum_nvidia.cu"))
     variants = {re.sub(r"cluster\d+$", "cluster", line.split()[2]) for line in output.splitlines()[:-1]}
     assert variants == {
-        "empty", "zeros", "rows", "rows_split", "rows_dense", "rows_dense_split", "rows_short", "strided",
+        "empty", "zeros", "rows", "rows_split", "rows_dense", "rows_dense_split", "rows_aligned", "rows_aligned_split",
+        "rows_short", "strided",
         "strided_split", "columns", "columns_split", "columns_cluster", "columns_shifted", "columns_shifted_split",
         "columns_shifted_cluster"}, variants  # every variant ran
 

@@ -12,6 +12,10 @@
 //             across lanes
 //   rows_dense  `rows` where every output is one contiguous run: a leaner
 //             kernel with 8 vectors in flight per thread
+//   rows_aligned  `rows_dense` where the kept dims are at most one and the
+//             rows 16-byte aligned and whole rounds (split: pieces of whole
+//             rounds): no head, tail or per-load bound (a misaligned base at
+//             execute runs `rows_dense`)
 //   rows_short  short rows (at most 32 lanes of 2 vectors), 16-byte aligned
 //             and whole vectors long: the fewest lanes that take a row in
 //             one round, no head, no loop, a block per task (a misaligned
@@ -27,7 +31,7 @@
 // launched early (programmatic dependent launch, launch.cuh) and waits on
 // the GPU for the first, which hides the launch gap between them.
 // This file holds the descriptor, the plan and the launches; the kernels are
-// in reduce_rows.cuh (rows, rows_dense, rows_short, the split rows' finish)
+// in reduce_rows.cuh (rows, rows_dense, rows_aligned, rows_short, the split rows' finish)
 // and reduce_columns.cuh (columns*, the split columns' finish).
 #include "reduce_sum_nvidia.h"
 
@@ -74,6 +78,7 @@ struct ReduceSumNvidia : oprt_descriptor {
   int waves = 2;                 // rows: resident grids of blocks in the grid
   int short_lanes = 0;           // rows_short: lanes per row (0: not planned)
   int short_rows_per_group = 1;  // rows_short: rows a group of lanes takes at a time (1 or 2)
+  int aligned_tpr = 0;           // rows_aligned: lanes per task (0: not planned)
   int short_waves = 0;           // rows_short: resident grids in a grid-stride grid (0: a block per task)
   int tx = 32, ty = 8;           // columns: block shape
   int64_t columns = 0, col_tiles = 0, planes = 0, reduced_numel = 0;
@@ -330,6 +335,29 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
   // split measured the same or slower).
   if (d->splits > 1 && d->runs == 1 && rows_contiguous && !d->dense_rows)
     d->unroll = tuned("REDUCE_UNROLL", 8) == 4 ? 4 : 8;
+  // rows_aligned (reduce_aligned_rows_kernel): rows_dense where the kept
+  // dims are at most one and every row 16-byte aligned (the base checked at
+  // execute, else rows_dense runs with the same splits); unsplit, the rows
+  // must be whole rounds of at least 32 lanes, split, each piece is made
+  // whole rounds of the planned lanes. A/B: OPRT_TUNE_REDUCE_ALIGNED=0.
+  const int64_t row_vectors = d->run_length / vec;
+  if (d->dense_rows && d->kept.ndim <= 1 && d->run_length % vec == 0 && strides_aligned16(kept, 1, element_size) &&
+      tuned("REDUCE_ALIGNED", 1) != 0) {
+    if (d->splits <= 1) {
+      int64_t lanes = 1;
+      if (row_vectors % kDenseUnroll == 0)
+        while (lanes < kRowsBlock && (row_vectors / kDenseUnroll) % (lanes * 2) == 0) lanes *= 2;
+      if (lanes >= 32 && row_vectors <= INT32_MAX / 2) d->aligned_tpr = static_cast<int>(lanes);
+    } else if (d->tpr >= 32) {
+      const int64_t round = int64_t{d->tpr} * kDenseUnroll;
+      const int64_t piece = ceil_div(ceil_div(row_vectors, d->splits), round) * round;
+      if (piece <= INT32_MAX / 2) {
+        d->aligned_tpr = d->tpr;
+        d->split_len = piece * vec;  // rows_dense's split of the same pieces, should the base not be aligned
+        d->splits = ceil_div(row_vectors, piece);
+      }
+    }
+  }
   if (d->splits <= 1) {
     d->splits = 1;
     d->split_len = d->runs == 1 ? d->run_length : d->runs;
@@ -340,13 +368,13 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     d->finish_threads = static_cast<int>(std::clamp<int64_t>(ceil_pow2(finish), 32, kFinishThreads));
   }
   if (d->dense_rows) d->variant = d->splits > 1 ? "rows_dense_split" : "rows_dense";
+  if (d->aligned_tpr > 0) d->variant = d->splits > 1 ? "rows_aligned_split" : "rows_aligned";
   // rows_short (reduce_short_rows_kernel): one contiguous run per output, at
   // most a warp of kShortVectors vectors a lane, whole vectors long, every
   // row 16-byte aligned given an aligned base (checked at execute, else the
   // rows kernel planned above runs). A/B: OPRT_TUNE_REDUCE_SHORT_ROWS=0 runs
   // `rows` instead, =2 gives every lane group 2 rows at a time.
   const int64_t short_form = tuned("REDUCE_SHORT_ROWS", 1);
-  const int64_t row_vectors = d->run_length / vec;
   if (short_form > 0 && rows_contiguous && d->runs == 1 && d->splits == 1 && d->run_length % vec == 0 &&
       row_vectors <= 32 * kShortVectors && strides_aligned16(kept, 1, element_size)) {
     d->variant = "rows_short";
@@ -418,6 +446,21 @@ void launch_dense_rows(const ReduceSumNvidia& d, T* out, const T* src, float* pa
     launch_finish_rows<T, Index>(d, out, partials, stream);
 }
 
+template <class T, class Index>
+void launch_aligned_rows(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
+  const AlignedRowsArgs args{d.rows,        d.kept.strides[0][0],     d.kept.strides[1][0],
+                             d.splits,      static_cast<int>(d.split_len / kVec16<T>), d.run_length / kVec16<T>,
+                             partials};
+  visit_pow2<32, kRowsBlock>(d.aligned_tpr, "reduce_sum rows_aligned: lanes per task", [&](auto tpr) {
+    constexpr int TPR = decltype(tpr)::value;
+    const unsigned grid = grid_for(ceil_div(d.rows * d.splits, kRowsBlock / TPR), 2048 / kRowsBlock, d.waves);
+    reduce_aligned_rows_kernel<T, TPR><<<grid, kRowsBlock, 0, stream>>>(out, src, args);
+    check_launch("reduce_aligned_rows_kernel");
+  });
+  if (d.splits > 1)
+    launch_finish_rows<T, Index>(d, out, partials, stream);
+}
+
 template <class T, int LANES, int ROWS, class Index>
 void launch_short_rows_shape(const ReduceSumNvidia& d, T* out, const T* src, cudaStream_t stream) {
   const int64_t blocks = ceil_div(d.rows, kRowsBlock / LANES * ROWS);
@@ -442,6 +485,7 @@ void launch_rows(const ReduceSumNvidia& d, T* out, const T* src, float* partials
     if (d.short_rows_per_group == 2) return launch_short_rows_lanes<T, 2, Index>(d, out, src, stream);
     return launch_short_rows_lanes<T, 1, Index>(d, out, src, stream);
   }
+  if (d.aligned_tpr > 0 && aligned16(src)) return launch_aligned_rows<T, Index>(d, out, src, partials, stream);
   if (d.dense_rows) return launch_dense_rows<T, Index>(d, out, src, partials, stream);
   if (d.unroll == 8) return launch_rows_unrolled<T, 8, Index>(d, out, src, partials, stream);
   return launch_rows_unrolled<T, kUnroll, Index>(d, out, src, partials, stream);
