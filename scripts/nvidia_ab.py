@@ -186,10 +186,6 @@ REDUCE_CONFIGS = [
     # split rows / scalars at half a resident grid, one, two (the plan before the seventh session)
     ("half_grid", {"REDUCE_SPLIT_ROUNDS": 1 << 30}),
     ("one_grid", {"REDUCE_SPLIT_QUARTERS": 4, "REDUCE_SPLIT_ROUNDS": 1 << 30}),
-    # many short pieces (a block per piece, the hardware's block scheduler balancing them): 2, 4, 8 resident grids
-    ("split_2grids_least", {"REDUCE_SPLIT_QUARTERS": 8}),
-    ("split_4grids_least", {"REDUCE_SPLIT_QUARTERS": 16}),
-    ("split_8grids_least", {"REDUCE_SPLIT_QUARTERS": 32}),
     ("splits_2grids", {"REDUCE_SPLIT_ROUNDS": 1}),
     ("columns_one_grid", {"REDUCE_COLUMN_QUARTERS": 4}),  # planned for 16-bit
     ("columns_two_grids", {"REDUCE_COLUMN_QUARTERS": 8}),  # planned for float32
