@@ -448,9 +448,9 @@ void launch_dense_rows(const ReduceSumNvidia& d, T* out, const T* src, float* pa
 
 template <class T, class Index>
 void launch_aligned_rows(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
-  const AlignedRowsArgs args{d.rows,        d.kept.strides[0][0],     d.kept.strides[1][0],
-                             d.splits,      static_cast<int>(d.split_len / kVec16<T>), d.run_length / kVec16<T>,
-                             partials};
+  constexpr int VEC = kVec16<T>;
+  const AlignedRowsArgs args{d.rows,   d.kept.strides[0][0], d.kept.strides[1][0], d.splits,
+                             static_cast<int>(d.split_len / VEC), d.run_length / VEC, partials};
   visit_pow2<32, kRowsBlock>(d.aligned_tpr, "reduce_sum rows_aligned: lanes per task", [&](auto tpr) {
     constexpr int TPR = decltype(tpr)::value;
     const unsigned grid = grid_for(ceil_div(d.rows * d.splits, kRowsBlock / TPR), 2048 / kRowsBlock, d.waves);
