@@ -149,6 +149,8 @@ REDUCE_CASES = [
     ("rows_131072x256", (131072, 256), -1, ("float32", "bfloat16")),
     ("rows_65536x512", (65536, 512), -1, ("float32", "bfloat16")),
     ("rows_262144x100", (262144, 100), -1, ("float32", "bfloat16")),  # bf16: not whole vectors, rows
+    ("tiny_256x1024", (256, 1024), -1, ("float32", "float16", "bfloat16")),
+    ("small_1024x1024", (1024, 1024), -1, ("float32", "bfloat16")),
     ("medium_2048x2048", (2048, 2048), -1, ("float32", "bfloat16")),
     ("medium_4096x4096", (4096, 4096), -1, ("float32", "bfloat16")),
     ("medium_8192x8192", (8192, 8192), -1, ("float32", "float16", "bfloat16")),
