@@ -172,110 +172,95 @@ void plan_column_cluster(ReduceSumNvidia* d, int vec) {
 // Threads that can be resident at once: the grid the split aims to fill.
 int64_t resident_threads() { return int64_t{current_device_info().sm_count} * 2048; }
 
-ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src, const int32_t* dims,
-                        int32_t num_dims, int32_t keepdim) {
-  ReduceSumProblem p = plan_reduce_sum(out, src, dims, num_dims, keepdim);
-  require_nvidia_dtype(p.src, "src");
-  auto* d = new ReduceSumNvidia;
-  d->dtype = p.src.dtype;
-  d->early_finish = tuned("REDUCE_EARLY_FINISH", 1) != 0;
-  d->kept = p.layout.kept;
-  d->rows = p.layout.kept_numel();
-  d->reduced_numel = p.layout.reduced_numel();
-  const StridedLayout<2>& reduced = p.layout.reduced;
-  const int element_size = p.src.element_size();
-  const int vec = 16 / element_size;
-  if (d->rows == 0) {
-    d->kind = Kind::kEmpty;
-    d->variant = "empty";
-    return d;
-  }
-  if (d->reduced_numel == 0) {
-    d->kind = Kind::kZeros;
-    d->variant = "zeros";
-    return d;
-  }
+// columns: the outputs contiguous in src (a sum over a non-last dim).
+void plan_columns(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_size) {
   const StridedLayout<2>& kept = d->kept;
-  const bool rows_contiguous = reduced.inner_stride(0) == 1;
-  if (!rows_contiguous && kept.inner_stride(1) == 1 && kept.inner_size() > 1) {
-    // columns: tile = TX threads x VEC columns; TY threads down the reduced dims.
-    d->kind = Kind::kColumns;
-    d->variant = "columns";
-    d->columns = kept.inner_size();
-    const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("REDUCE_COLUMN_TX", 32)), 1, kColumnsThreads);
-    d->tx = static_cast<int>(std::min<int64_t>(max_tx, floor_pow2(ceil_div(d->columns, vec) * 2 - 1)));
-    // Blocks that run together take the same split of neighbouring tiles, so
-    // they read whole rows between them. H200, scripts/nvidia_ab.py (8192^2
-    // float32 / bf16, 4096x16384 bf16): 73.2 / 44.6 / 45.4 us vs 75.1 / 45.9 /
-    // 46.8 with splits fastest; in later runs 72.9 / 44.9 / 45.9 vs 73.4 / 44.9
-    // / 45.8 and 73.5 / 44.6 / 45.9 vs 74.0 / 44.3 / 45.7: within noise but float32.
-    d->tiles_fastest = tuned("REDUCE_COLUMN_ORDER", 1) != 0;
-    d->ty = kColumnsThreads / d->tx;
-    d->col_tiles = ceil_div(d->columns, int64_t{d->tx} * vec);
-    d->planes = d->rows / d->columns;
-    d->reduced = src_dims(reduced, reduced.ndim);
-    d->plane_layout = outer_dims(kept);
-    // Column tiles start at multiples of VEC, so rows are 16-byte aligned
-    // everywhere when the base is (checked at execute) and these strides are.
-    d->rows_aligned =
-        strides_aligned16(d->reduced, 0, element_size) && strides_aligned16(d->plane_layout, 1, element_size);
-    // Shifted loads for 16-bit only: a float32 row vector is 4 element
-    // loads, which ran faster than the shifted kernel's 60-70 registers and
-    // extra instructions (Nsight Compute, 2047 x 2053 float32: 1.5x the
-    // instructions at a lower issue rate). H200, scripts/nvidia_ab.py, us,
-    // shifted vs element loads: 2047 x 2053 bf16 14.1-15.4 vs 19.3-19.4,
-    // 8191 x 8193 bf16 51.8-52.7 vs 55.1-55.4; float32 18.7-18.8 vs
-    // 13.2-13.3, 92.8 vs 71.8-71.9. A/B: OPRT_TUNE_REDUCE_COLUMN_SHIFTED=0
-    // none, 2 every dtype.
-    const int64_t shifted = tuned("REDUCE_COLUMN_SHIFTED", 1);
-    d->shifted = shifted == 2 || (shifted == 1 && element_size < 4);
-    if (!d->rows_aligned && d->shifted) d->variant = "columns_shifted";
-    d->src_end = 1;  // [src_first, src_end): the element offsets src's view reaches
-    for (int k = 0; k < p.src.ndim; ++k)
-      (p.src.strides[k] < 0 ? d->src_first : d->src_end) += (p.src.shape[k] - 1) * p.src.strides[k];
-    const int64_t tiles = d->planes * d->col_tiles;
-    // Splits: whole waves of the blocks an SM holds (its registers allow 5
-    // of 256 threads), 2 for float32 and 1 for 16-bit, whose tiles are twice
-    // as many columns wide; each split whole rounds of the block's loads
-    // (TY x kColumnUnroll rows). H200, scripts/nvidia_ab.py (sixteenth session),
-    // us: 8192^2 over dim 0 float32 68.4-68.6, bf16 39.6-39.7 vs 71.3 / 42.0-42.3
-    // aiming at 8 blocks per SM, which left a partial last wave (and rounding
-    // the splits up instead of down cost 4096 x 16384 bf16 45.7 vs 44.0).
-    // OPRT_TUNE_REDUCE_COLUMN_FIT=0 restores that aim (A/B), in quarter
-    // grids OPRT_TUNE_REDUCE_COLUMN_QUARTERS.
-    const bool fit = tuned("REDUCE_COLUMN_FIT", 1) != 0;
-    int64_t per_sm = 2048 / kColumnsThreads;
-    if (fit) {
-      dispatch_dtype(d->dtype, [&](auto type) {
-        dispatch_index(std::max(d->rows * d->reduced_numel, d->rows), [&](auto index) {
-          using T = decltype(type);
-          using Index = decltype(index);
-          per_sm = d->rows_aligned || !d->shifted
-                       ? resident_blocks_per_sm(reduce_columns_kernel<T, Index, false, false>, kColumnsThreads)
-                       : resident_blocks_per_sm(reduce_columns_kernel<T, Index, true, false>, kColumnsThreads);
-        });
+  const StridedLayout<2>& reduced = p.layout.reduced;
+  const int vec = 16 / element_size;
+  // columns: tile = TX threads x VEC columns; TY threads down the reduced dims.
+  d->kind = Kind::kColumns;
+  d->variant = "columns";
+  d->columns = kept.inner_size();
+  const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("REDUCE_COLUMN_TX", 32)), 1, kColumnsThreads);
+  d->tx = static_cast<int>(std::min<int64_t>(max_tx, floor_pow2(ceil_div(d->columns, vec) * 2 - 1)));
+  // Blocks that run together take the same split of neighbouring tiles, so
+  // they read whole rows between them. H200, scripts/nvidia_ab.py (8192^2
+  // float32 / bf16, 4096x16384 bf16): 73.2 / 44.6 / 45.4 us vs 75.1 / 45.9 /
+  // 46.8 with splits fastest; in later runs 72.9 / 44.9 / 45.9 vs 73.4 / 44.9
+  // / 45.8 and 73.5 / 44.6 / 45.9 vs 74.0 / 44.3 / 45.7: within noise but float32.
+  d->tiles_fastest = tuned("REDUCE_COLUMN_ORDER", 1) != 0;
+  d->ty = kColumnsThreads / d->tx;
+  d->col_tiles = ceil_div(d->columns, int64_t{d->tx} * vec);
+  d->planes = d->rows / d->columns;
+  d->reduced = src_dims(reduced, reduced.ndim);
+  d->plane_layout = outer_dims(kept);
+  // Column tiles start at multiples of VEC, so rows are 16-byte aligned
+  // everywhere when the base is (checked at execute) and these strides are.
+  d->rows_aligned =
+      strides_aligned16(d->reduced, 0, element_size) && strides_aligned16(d->plane_layout, 1, element_size);
+  // Shifted loads for 16-bit only: a float32 row vector is 4 element
+  // loads, which ran faster than the shifted kernel's 60-70 registers and
+  // extra instructions (Nsight Compute, 2047 x 2053 float32: 1.5x the
+  // instructions at a lower issue rate). H200, scripts/nvidia_ab.py, us,
+  // shifted vs element loads: 2047 x 2053 bf16 14.1-15.4 vs 19.3-19.4,
+  // 8191 x 8193 bf16 51.8-52.7 vs 55.1-55.4; float32 18.7-18.8 vs
+  // 13.2-13.3, 92.8 vs 71.8-71.9. A/B: OPRT_TUNE_REDUCE_COLUMN_SHIFTED=0
+  // none, 2 every dtype.
+  const int64_t shifted = tuned("REDUCE_COLUMN_SHIFTED", 1);
+  d->shifted = shifted == 2 || (shifted == 1 && element_size < 4);
+  if (!d->rows_aligned && d->shifted) d->variant = "columns_shifted";
+  d->src_end = 1;  // [src_first, src_end): the element offsets src's view reaches
+  for (int k = 0; k < p.src.ndim; ++k)
+    (p.src.strides[k] < 0 ? d->src_first : d->src_end) += (p.src.shape[k] - 1) * p.src.strides[k];
+  const int64_t tiles = d->planes * d->col_tiles;
+  // Splits: whole waves of the blocks an SM holds (its registers allow 5
+  // of 256 threads), 2 for float32 and 1 for 16-bit, whose tiles are twice
+  // as many columns wide; each split whole rounds of the block's loads
+  // (TY x kColumnUnroll rows). H200, scripts/nvidia_ab.py (sixteenth session),
+  // us: 8192^2 over dim 0 float32 68.4-68.6, bf16 39.6-39.7 vs 71.3 / 42.0-42.3
+  // aiming at 8 blocks per SM, which left a partial last wave (and rounding
+  // the splits up instead of down cost 4096 x 16384 bf16 45.7 vs 44.0).
+  // OPRT_TUNE_REDUCE_COLUMN_FIT=0 restores that aim (A/B), in quarter
+  // grids OPRT_TUNE_REDUCE_COLUMN_QUARTERS.
+  const bool fit = tuned("REDUCE_COLUMN_FIT", 1) != 0;
+  int64_t per_sm = 2048 / kColumnsThreads;
+  if (fit) {
+    dispatch_dtype(d->dtype, [&](auto type) {
+      dispatch_index(std::max(d->rows * d->reduced_numel, d->rows), [&](auto index) {
+        using T = decltype(type);
+        using Index = decltype(index);
+        per_sm = d->rows_aligned || !d->shifted
+                     ? resident_blocks_per_sm(reduce_columns_kernel<T, Index, false, false>, kColumnsThreads)
+                     : resident_blocks_per_sm(reduce_columns_kernel<T, Index, true, false>, kColumnsThreads);
       });
-    }
-    const int64_t planned_quarters = element_size == 4 ? 8 : 4;
-    const int64_t target_blocks = current_device_info().sm_count * std::max<int64_t>(1, per_sm) *
-                                  tuned("REDUCE_COLUMN_QUARTERS", planned_quarters) / 4;
-    const int64_t min_rows_per_split = int64_t{d->ty} * kColumnUnroll * 4;
-    const int64_t max_splits = std::max<int64_t>(1, d->reduced_numel / min_rows_per_split);
-    d->splits = std::min(max_splits, fit ? std::max<int64_t>(1, target_blocks / tiles) : ceil_div(target_blocks, tiles));
-    d->split_len = ceil_div(d->reduced_numel, d->splits);
-    const int64_t round_rows = int64_t{d->ty} * kColumnUnroll;
-    if (fit) d->split_len = ceil_div(d->split_len, round_rows) * round_rows;  // (fewer splits, never more)
-    d->splits = ceil_div(d->reduced_numel, d->split_len);
-    plan_column_cluster(d, vec);
-    if (d->clustered) {
-      d->variant += "_cluster" + std::to_string(d->splits);
-    } else if (d->splits > 1) {
-      d->variant += "_split";
-      d->workspace_bytes = static_cast<size_t>(tiles * d->splits * d->tx * vec) * sizeof(float);
-    }
-    return d;
+    });
   }
-  // rows (or strided): runs along the innermost reduced dim.
+  const int64_t planned_quarters = element_size == 4 ? 8 : 4;
+  const int64_t target_blocks = current_device_info().sm_count * std::max<int64_t>(1, per_sm) *
+                                tuned("REDUCE_COLUMN_QUARTERS", planned_quarters) / 4;
+  const int64_t min_rows_per_split = int64_t{d->ty} * kColumnUnroll * 4;
+  const int64_t max_splits = std::max<int64_t>(1, d->reduced_numel / min_rows_per_split);
+  d->splits = std::min(max_splits, fit ? std::max<int64_t>(1, target_blocks / tiles) : ceil_div(target_blocks, tiles));
+  d->split_len = ceil_div(d->reduced_numel, d->splits);
+  const int64_t round_rows = int64_t{d->ty} * kColumnUnroll;
+  if (fit) d->split_len = ceil_div(d->split_len, round_rows) * round_rows;  // (fewer splits, never more)
+  d->splits = ceil_div(d->reduced_numel, d->split_len);
+  plan_column_cluster(d, vec);
+  if (d->clustered) {
+    d->variant += "_cluster" + std::to_string(d->splits);
+  } else if (d->splits > 1) {
+    d->variant += "_split";
+    d->workspace_bytes = static_cast<size_t>(tiles * d->splits * d->tx * vec) * sizeof(float);
+  }
+}
+
+// rows (or strided): each output's reduced elements in runs along the
+// innermost reduced dim.
+void plan_rows(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_size) {
+  const StridedLayout<2>& kept = d->kept;
+  const StridedLayout<2>& reduced = p.layout.reduced;
+  const int vec = 16 / element_size;
+  const bool rows_contiguous = reduced.inner_stride(0) == 1;
   d->kind = Kind::kRows;
   d->variant = rows_contiguous ? "rows" : "strided";
   d->run_length = reduced.inner_size();
@@ -382,6 +367,34 @@ ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t*
     d->short_rows_per_group = short_form == 2 ? 2 : 1;
     d->short_waves = static_cast<int>(std::clamp<int64_t>(tuned("REDUCE_SHORT_WAVES", 0), 0, 64));
   }
+}
+
+ReduceSumNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src, const int32_t* dims,
+                        int32_t num_dims, int32_t keepdim) {
+  ReduceSumProblem p = plan_reduce_sum(out, src, dims, num_dims, keepdim);
+  require_nvidia_dtype(p.src, "src");
+  auto* d = new ReduceSumNvidia;
+  d->dtype = p.src.dtype;
+  d->early_finish = tuned("REDUCE_EARLY_FINISH", 1) != 0;
+  d->kept = p.layout.kept;
+  d->rows = p.layout.kept_numel();
+  d->reduced_numel = p.layout.reduced_numel();
+  const int element_size = p.src.element_size();
+  if (d->rows == 0) {
+    d->kind = Kind::kEmpty;
+    d->variant = "empty";
+    return d;
+  }
+  if (d->reduced_numel == 0) {
+    d->kind = Kind::kZeros;
+    d->variant = "zeros";
+    return d;
+  }
+  // Columns where the outputs are contiguous in src and the reduced elements are not.
+  if (p.layout.reduced.inner_stride(0) != 1 && d->kept.inner_stride(1) == 1 && d->kept.inner_size() > 1)
+    plan_columns(d, p, element_size);
+  else
+    plan_rows(d, p, element_size);
   return d;
 }
 
