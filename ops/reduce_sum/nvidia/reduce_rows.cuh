@@ -202,20 +202,16 @@ reduce_aligned_rows_kernel(T* out, const T* src, AlignedRowsArgs args) {
       const int count = static_cast<int>(min(int64_t{args.vectors_per_split}, args.vectors - first));
       const int whole = count - count % kRound;
       const Raw16* p = reinterpret_cast<const Raw16*>(src + row * args.src_stride) + first + lane;
-      for (int v = 0; v < whole; v += kRound) {
+      // One round from vector v: every load first (converted after: see Raw16).
+      const auto round = [&](int v, bool bounded) {
         Raw16 raw[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) raw[u] = p[v + u * TPR];
+        for (int u = 0; u < U; ++u) raw[u] = !bounded || v + u * TPR + lane < count ? p[v + u * TPR] : Raw16{};
 #pragma unroll
         for (int u = 0; u < U; ++u) part[u] += vector_sum<T>(raw[u]);
-      }
-      if (whole < count) {  // a split row's last piece
-        Raw16 raw[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) raw[u] = whole + u * TPR + lane < count ? p[whole + u * TPR] : Raw16{};
-#pragma unroll
-        for (int u = 0; u < U; ++u) part[u] += vector_sum<T>(raw[u]);
-      }
+      };
+      for (int v = 0; v < whole; v += kRound) round(v, false);
+      if (whole < count) round(whole, true);  // a split row's last piece
     }
     const float acc = group_allreduce<TPR>(tree_sum(part), SumOp{}, slots);
     if (task < tasks && lane == 0) {

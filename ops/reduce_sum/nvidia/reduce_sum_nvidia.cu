@@ -329,9 +329,8 @@ void plan_rows(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_size) 
   if (d->dense_rows && d->kept.ndim <= 1 && d->run_length % vec == 0 && strides_aligned16(kept, 1, element_size) &&
       tuned("REDUCE_ALIGNED", 1) != 0) {
     if (d->splits <= 1) {
-      int64_t lanes = 1;
-      if (row_vectors % kDenseUnroll == 0)
-        while (lanes < kRowsBlock && (row_vectors / kDenseUnroll) % (lanes * 2) == 0) lanes *= 2;
+      const int64_t lane_vectors = row_vectors % kDenseUnroll == 0 ? row_vectors / kDenseUnroll : 0;
+      const int64_t lanes = std::min<int64_t>(kRowsBlock, lane_vectors & -lane_vectors);  // its largest 2^k divisor
       if (lanes >= 32 && row_vectors <= INT32_MAX / 2) d->aligned_tpr = static_cast<int>(lanes);
     } else if (d->tpr >= 32) {
       const int64_t round = int64_t{d->tpr} * kDenseUnroll;
@@ -462,8 +461,9 @@ void launch_dense_rows(const ReduceSumNvidia& d, T* out, const T* src, float* pa
 template <class T, class Index>
 void launch_aligned_rows(const ReduceSumNvidia& d, T* out, const T* src, float* partials, cudaStream_t stream) {
   constexpr int VEC = kVec16<T>;
-  const AlignedRowsArgs args{d.rows,   d.kept.strides[0][0], d.kept.strides[1][0], d.splits,
-                             static_cast<int>(d.split_len / VEC), d.run_length / VEC, partials};
+  const RowStrides strides = row_strides_of(d);
+  const AlignedRowsArgs args{d.rows,   strides.out, strides.src, d.splits, static_cast<int>(d.split_len / VEC),
+                             d.run_length / VEC, partials};
   visit_pow2<32, kRowsBlock>(d.aligned_tpr, "reduce_sum rows_aligned: lanes per task", [&](auto tpr) {
     constexpr int TPR = decltype(tpr)::value;
     const unsigned grid = grid_for(ceil_div(d.rows * d.splits, kRowsBlock / TPR), 2048 / kRowsBlock, d.waves);
