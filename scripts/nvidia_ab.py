@@ -147,7 +147,8 @@ REDUCE_CASES = [
     ("rows_262144x128", (262144, 128), -1, ("float32", "float16", "bfloat16")),
     ("rows_1Mx32", (1024 * 1024, 32), -1, ("float32", "bfloat16")),
     ("rows_131072x256", (131072, 256), -1, ("float32", "bfloat16")),
-    ("rows_65536x512", (65536, 512), -1, ("float32", "bfloat16")),
+    ("rows_65536x512", (65536, 512), -1, ("float32", "bfloat16")),  # float32: rows_aligned, 32 lanes of 4
+    ("rows_65536x1024", (65536, 1024), -1, ("float32", "bfloat16")),
     ("rows_262144x100", (262144, 100), -1, ("float32", "bfloat16")),  # bf16: not whole vectors, rows
     ("tiny_256x1024", (256, 1024), -1, ("float32", "float16", "bfloat16")),
     ("small_1024x1024", (1024, 1024), -1, ("float32", "bfloat16")),
@@ -184,6 +185,10 @@ REDUCE_CONFIGS = [
     ("dense_before", {"REDUCE_MIN_ROUNDS": 2, "REDUCE_WAVES": 2}),  # rows_dense's plan before the 19th session
     ("rows_kernel", {"REDUCE_DENSE_ROWS": 0}),
     ("no_aligned", {"REDUCE_ALIGNED": 0}),  # rows_dense where rows_aligned is planned
+    # rows_aligned: 8 / 4 vectors a lane per round in every dtype (planned: 32 elements, 8 in float32, 4 in 16-bit;
+    # before the thirty-fourth session 8 in every dtype)
+    ("aligned_u8", {"REDUCE_ALIGNED_UNROLL": 8}),
+    ("aligned_u4", {"REDUCE_ALIGNED_UNROLL": 4}),
     ("rows_kernel_unroll8", {"REDUCE_DENSE_ROWS": 0, "REDUCE_UNROLL": 8}),
     # split rows / scalars at half a resident grid, one, two (the plan before the seventh session)
     ("half_grid", {"REDUCE_SPLIT_ROUNDS": 1 << 30}),

@@ -184,12 +184,12 @@ struct AlignedRowsArgs {
   float* partials;        // splits > 1: one float per (row, split)
 };
 
-template <class T, int TPR>
+template <class T, int TPR, int U>
 __global__ void __launch_bounds__(kRowsBlock, 1024 / kRowsBlock)
 reduce_aligned_rows_kernel(T* out, const T* src, AlignedRowsArgs args) {
   __shared__ float slots[kMaxWarps];
   allow_early_launch();  // (the finishing kernel waits for this whole grid anyway)
-  constexpr int U = kDenseUnroll, kGroups = kRowsBlock / TPR, kRound = TPR * U;
+  constexpr int kGroups = kRowsBlock / TPR, kRound = TPR * U;
   const int group = threadIdx.x / TPR, lane = threadIdx.x % TPR;
   const int64_t tasks = args.rows * args.splits;
   // The loop bound is the same for the whole block: group_allreduce may sync.

@@ -79,6 +79,7 @@ struct ReduceSumNvidia : oprt_descriptor {
   int short_lanes = 0;           // rows_short: lanes per row (0: not planned)
   int short_rows_per_group = 1;  // rows_short: rows a group of lanes takes at a time (1 or 2)
   int aligned_tpr = 0;           // rows_aligned: lanes per task (0: not planned)
+  int aligned_unroll = kDenseUnroll;  // rows_aligned: vectors a lane loads per round (4 or 8)
   int short_waves = 0;           // rows_short: resident grids in a grid-stride grid (0: a block per task)
   int tx = 32, ty = 8;           // columns: block shape
   int64_t columns = 0, col_tiles = 0, planes = 0, reduced_numel = 0;
@@ -325,18 +326,32 @@ void plan_rows(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_size) 
   // execute, else rows_dense runs with the same splits); unsplit, the rows
   // must be whole rounds of at least 32 lanes, split, each piece is made
   // whole rounds of the planned lanes. A/B: OPRT_TUNE_REDUCE_ALIGNED=0.
+  // A lane loads 32 elements a round: 8 vectors in float32, 4 in 16-bit,
+  // which then takes twice the lanes of rows_dense's 8 vectors (H100,
+  // scripts/nvidia_ab.py, two runs each, us, 16-bit at 4 vs 8: 256 x 1024
+  // fp16 4.8-5.0 vs 5.2-5.6 (rows_dense there), 1024^2 bf16 5.3-5.5 vs
+  // 5.7-6.5, 4096^2 bf16 15.1-15.3 vs 15.6-16.0, split: 4 x 1M bf16 9.1-9.4
+  // vs 9.7-9.8, 256M bf16 175.7-176.0 vs 178.1-178.4; float32 at 4 within
+  // +-0.3 us of 8; 1 or 2 vectors: 2048^2 4-13% slower). A/B:
+  // OPRT_TUNE_REDUCE_ALIGNED_UNROLL (4 or 8 vectors in every dtype).
+  const int unroll = static_cast<int>(
+      floor_pow2(std::clamp<int64_t>(tuned("REDUCE_ALIGNED_UNROLL", 32 / vec), 4, kDenseUnroll)));
   const int64_t row_vectors = d->run_length / vec;
   if (d->dense_rows && d->kept.ndim <= 1 && d->run_length % vec == 0 && strides_aligned16(kept, 1, element_size) &&
       tuned("REDUCE_ALIGNED", 1) != 0) {
     if (d->splits <= 1) {
-      const int64_t lane_vectors = row_vectors % kDenseUnroll == 0 ? row_vectors / kDenseUnroll : 0;
+      const int64_t lane_vectors = row_vectors % unroll == 0 ? row_vectors / unroll : 0;
       const int64_t lanes = std::min<int64_t>(kRowsBlock, lane_vectors & -lane_vectors);  // its largest 2^k divisor
-      if (lanes >= 32 && row_vectors <= INT32_MAX / 2) d->aligned_tpr = static_cast<int>(lanes);
+      if (lanes >= 32 && row_vectors <= INT32_MAX / 2) {
+        d->aligned_tpr = static_cast<int>(lanes);
+        d->aligned_unroll = unroll;
+      }
     } else if (d->tpr >= 32) {
-      const int64_t round = int64_t{d->tpr} * kDenseUnroll;
+      const int64_t round = int64_t{d->tpr} * unroll;
       const int64_t piece = ceil_div(ceil_div(row_vectors, d->splits), round) * round;
       if (piece <= INT32_MAX / 2) {
         d->aligned_tpr = d->tpr;
+        d->aligned_unroll = unroll;
         d->split_len = piece * vec;  // rows_dense's split of the same pieces, should the base not be aligned
         d->splits = ceil_div(row_vectors, piece);
       }
@@ -465,10 +480,12 @@ void launch_aligned_rows(const ReduceSumNvidia& d, T* out, const T* src, float* 
   const AlignedRowsArgs args{d.rows,   strides.out, strides.src, d.splits, static_cast<int>(d.split_len / VEC),
                              d.run_length / VEC, partials};
   visit_pow2<32, kRowsBlock>(d.aligned_tpr, "reduce_sum rows_aligned: lanes per task", [&](auto tpr) {
-    constexpr int TPR = decltype(tpr)::value;
-    const unsigned grid = grid_for(ceil_div(d.rows * d.splits, kRowsBlock / TPR), 2048 / kRowsBlock, d.waves);
-    reduce_aligned_rows_kernel<T, TPR><<<grid, kRowsBlock, 0, stream>>>(out, src, args);
-    check_launch("reduce_aligned_rows_kernel");
+    visit_pow2<4, kDenseUnroll>(d.aligned_unroll, "reduce_sum rows_aligned: vectors per lane", [&](auto unroll) {
+      constexpr int TPR = decltype(tpr)::value, U = decltype(unroll)::value;
+      const unsigned grid = grid_for(ceil_div(d.rows * d.splits, kRowsBlock / TPR), 2048 / kRowsBlock, d.waves);
+      reduce_aligned_rows_kernel<T, TPR, U><<<grid, kRowsBlock, 0, stream>>>(out, src, args);
+      check_launch("reduce_aligned_rows_kernel");
+    });
   });
   if (d.splits > 1)
     launch_finish_rows<T, Index>(d, out, partials, stream);
