@@ -146,6 +146,7 @@ REDUCE_CASES = [
     # nor 262144x100 bf16)
     ("rows_262144x128", (262144, 128), -1, ("float32", "float16", "bfloat16")),
     ("rows_1Mx32", (1024 * 1024, 32), -1, ("float32", "bfloat16")),
+    ("rows_32768x128", (32768, 128), -1, ("float32", "float16", "bfloat16")),
     ("rows_131072x256", (131072, 256), -1, ("float32", "bfloat16")),
     ("rows_65536x512", (65536, 512), -1, ("float32", "bfloat16")),  # float32: rows_aligned, 32 lanes of 4
     ("rows_65536x1024", (65536, 1024), -1, ("float32", "bfloat16")),
