@@ -5,7 +5,12 @@ times it with the benchmark harness (CUDA events, L2 flushed before every
 call) beside torch, measured once per case.
 
     python3 scripts/nvidia_ab.py [--only softmax|reduce_sum|copy|add] [--configs NAME...] [--cases PREFIX...]
-        [--min-time 0.02]
+        [--min-time 0.02] [--interleave]
+
+--configs runs the configurations in the order given (a name may repeat:
+--configs a b a b); --interleave runs them case by case, so a drift over
+the run (the first configuration's small cases ran 10-18% slow on the H200
+in the thirty-fourth session) does not land on one configuration.
 
 add cases are out = a + b, a contiguous, b of a's shape (the dense kernel)
 or broadcast to it (a bias row, one value per row); their check is bitwise
@@ -300,77 +305,85 @@ def set_config(values: dict) -> None:
     DESCRIPTOR_CACHE.clear()  # descriptors read the overrides when created
 
 
-def run(op: str, cases, configs, timing: TimingConfig, ceiling_tbps: float) -> None:
+def jobs(cases, configs, interleave: bool):
+    """(config, values, case, dtype) in run order: every case under one
+    configuration before the next, or (interleave) every configuration of a
+    case back to back, so a drift over the run (clocks, the first cases of a
+    process running slow) falls on all of them alike."""
+    if interleave:
+        return [(c, v, case, d) for case in cases for d in case[-1] for c, v in configs]
+    return [(c, v, case, d) for c, v in configs for case in cases for d in case[-1]]
+
+
+def run(op: str, cases, configs, timing: TimingConfig, ceiling_tbps: float, interleave: bool = False) -> None:
     torch_us: dict = {}
     print(f"{'config':14s} {'case':20s} {'dtype':9s} {'variant':16s} {'us':>9s} {'TB/s':>6s} {'%ceil':>6s} "
           f"{'vs torch':>8s}  ok", flush=True)
-    for config, values in configs:
+    for config, values, (name, shape, dim, _), dtype_name in jobs(cases, configs, interleave):
         set_config(values)
-        for name, shape, dim, dtypes in cases:
-            for dtype_name in dtypes:
-                dtype = getattr(torch, dtype_name)
-                gen = torch.Generator(device="cuda").manual_seed(1)
-                x = torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
-                if op == "add":
-                    y = torch.randn(dim or shape, device="cuda", dtype=dtype, generator=gen)
-                    out = torch.full_like(x, float("nan"))
-                    prepared = oprt.prepare_vector_add(out, x, y, backend="nvidia")
-                    reference_out = torch.empty_like(out)
-                    reference = lambda: torch.add(x, y, out=reference_out)  # noqa: E731
-                    nbytes = (2 * x.numel() + y.numel()) * x.element_size()
-                elif op == "copy":
-                    src = x.permute(dim)
-                    out = torch.full(src.shape, float("nan"), device="cuda", dtype=dtype)
-                    prepared = oprt.prepare_copy(out, src, backend="nvidia")
-                    reference_out = torch.empty_like(out)
-                    reference = lambda: reference_out.copy_(src)  # noqa: E731
-                    nbytes = 2 * x.numel() * x.element_size()
-                elif op == "softmax":
-                    out = torch.full_like(x, float("nan"))
-                    prepared = oprt.prepare_softmax(out, x, dim, backend="nvidia")
-                    reference = lambda: torch.softmax(x, dim)  # noqa: E731
-                    nbytes = 2 * x.numel() * x.element_size()
-                else:
-                    keep = tuple(s for i, s in enumerate(shape) if dim is not None and i != dim % len(shape))
-                    out = torch.full(keep, float("nan"), device="cuda", dtype=dtype)
-                    prepared = oprt.prepare_reduce_sum(out, x, dim, backend="nvidia")
-                    reference = (lambda: torch.sum(x, dim)) if dim is not None else (lambda: torch.sum(x))  # noqa: E731
-                    nbytes = x.numel() * x.element_size() + out.numel() * out.element_size()
-                prepared.run()
-                torch.cuda.synchronize()
-                if op == "add":
-                    want = x + y
-                    ok = torch.equal(out, want)
-                elif op == "copy":
-                    want = src.contiguous()  # torch's copy; compared bit for bit (NaN payloads too)
-                    bits = torch.int32 if dtype == torch.float32 else torch.int16
-                    ok = torch.equal(out.view(bits), want.view(bits))
-                elif op == "softmax":
-                    want = torch.softmax(x.double(), dim)
-                    tol = 1e-5 if dtype == torch.float32 else 1e-2
-                    ok = torch.allclose(out.double(), want, rtol=tol, atol=1e-6)
-                else:
-                    want = x.double().sum(dim) if dim is not None else x.double().sum()
-                    tol = 1e-4 if dtype == torch.float32 else 2e-2
-                    scale = x.double().abs().sum(dim) if dim is not None else x.double().abs().sum()
-                    ok = bool(((out.double() - want).abs() <= tol * scale + 1e-3).all())
-                key = (name, dtype_name)
-                fns = {"ours": prepared.run}
-                if key not in torch_us:
-                    fns["torch"] = reference
-                t = measure(fns, "cuda", timing)
-                if key not in torch_us:
-                    torch_us[key] = t["torch"].median_us
-                us = t["ours"].median_us
-                tbps = nbytes / us / 1e6
-                print(f"{config:14s} {name:20s} {dtype_name:9s} {prepared.variant:16s} {us:9.1f} {tbps:6.2f} "
-                      f"{100 * tbps / ceiling_tbps:6.0f} {torch_us[key] / us:7.2f}x  {'ok' if ok else 'BAD'}",
-                      flush=True)
-                del x, out, prepared, want
-                if op == "copy":
-                    del src, reference_out
-                if op == "add":
-                    del y, reference_out
+        dtype = getattr(torch, dtype_name)
+        gen = torch.Generator(device="cuda").manual_seed(1)
+        x = torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
+        if op == "add":
+            y = torch.randn(dim or shape, device="cuda", dtype=dtype, generator=gen)
+            out = torch.full_like(x, float("nan"))
+            prepared = oprt.prepare_vector_add(out, x, y, backend="nvidia")
+            reference_out = torch.empty_like(out)
+            reference = lambda: torch.add(x, y, out=reference_out)  # noqa: E731
+            nbytes = (2 * x.numel() + y.numel()) * x.element_size()
+        elif op == "copy":
+            src = x.permute(dim)
+            out = torch.full(src.shape, float("nan"), device="cuda", dtype=dtype)
+            prepared = oprt.prepare_copy(out, src, backend="nvidia")
+            reference_out = torch.empty_like(out)
+            reference = lambda: reference_out.copy_(src)  # noqa: E731
+            nbytes = 2 * x.numel() * x.element_size()
+        elif op == "softmax":
+            out = torch.full_like(x, float("nan"))
+            prepared = oprt.prepare_softmax(out, x, dim, backend="nvidia")
+            reference = lambda: torch.softmax(x, dim)  # noqa: E731
+            nbytes = 2 * x.numel() * x.element_size()
+        else:
+            keep = tuple(s for i, s in enumerate(shape) if dim is not None and i != dim % len(shape))
+            out = torch.full(keep, float("nan"), device="cuda", dtype=dtype)
+            prepared = oprt.prepare_reduce_sum(out, x, dim, backend="nvidia")
+            reference = (lambda: torch.sum(x, dim)) if dim is not None else (lambda: torch.sum(x))  # noqa: E731
+            nbytes = x.numel() * x.element_size() + out.numel() * out.element_size()
+        prepared.run()
+        torch.cuda.synchronize()
+        if op == "add":
+            want = x + y
+            ok = torch.equal(out, want)
+        elif op == "copy":
+            want = src.contiguous()  # torch's copy; compared bit for bit (NaN payloads too)
+            bits = torch.int32 if dtype == torch.float32 else torch.int16
+            ok = torch.equal(out.view(bits), want.view(bits))
+        elif op == "softmax":
+            want = torch.softmax(x.double(), dim)
+            tol = 1e-5 if dtype == torch.float32 else 1e-2
+            ok = torch.allclose(out.double(), want, rtol=tol, atol=1e-6)
+        else:
+            want = x.double().sum(dim) if dim is not None else x.double().sum()
+            tol = 1e-4 if dtype == torch.float32 else 2e-2
+            scale = x.double().abs().sum(dim) if dim is not None else x.double().abs().sum()
+            ok = bool(((out.double() - want).abs() <= tol * scale + 1e-3).all())
+        key = (name, dtype_name)
+        fns = {"ours": prepared.run}
+        if key not in torch_us:
+            fns["torch"] = reference
+        t = measure(fns, "cuda", timing)
+        if key not in torch_us:
+            torch_us[key] = t["torch"].median_us
+        us = t["ours"].median_us
+        tbps = nbytes / us / 1e6
+        print(f"{config:14s} {name:20s} {dtype_name:9s} {prepared.variant:16s} {us:9.1f} {tbps:6.2f} "
+              f"{100 * tbps / ceiling_tbps:6.0f} {torch_us[key] / us:7.2f}x  {'ok' if ok else 'BAD'}",
+              flush=True)
+        del x, out, prepared, want
+        if op == "copy":
+            del src, reference_out
+        if op == "add":
+            del y, reference_out
 
 
 def copy_ceiling(timing: TimingConfig) -> float:
@@ -387,12 +400,17 @@ def main() -> None:
     parser.add_argument("--configs", nargs="*", help="only these configurations (by name)")
     parser.add_argument("--cases", nargs="*", help="only cases whose name starts with one of these")
     parser.add_argument("--dtypes", nargs="*", help="only these dtypes (of each case's)")
+    parser.add_argument("--interleave", action="store_true",
+                        help="run every configuration of a case back to back (default: all cases of one, then the next)")
     args = parser.parse_args()
     timing = TimingConfig(min_time=args.min_time, max_reps=100)
     ceiling = copy_ceiling(timing)
     print(f"copy ceiling {ceiling:.3f} TB/s (1 GiB copy_, read + write)", flush=True)
-    def chosen(configs):
-        return [c for c in configs if not args.configs or c[0] in args.configs]
+    def chosen(configs):  # the table's order, or --configs's (repeats allowed: A B A B)
+        if not args.configs:
+            return configs
+        table = dict(configs)
+        return [(name, table[name]) for name in args.configs if name in table]
 
     def cases(table):
         picked = [c for c in table if not args.cases or c[0].startswith(tuple(args.cases))]
@@ -401,13 +419,13 @@ def main() -> None:
         return [c for c in picked if c[-1]]
 
     if args.only in (None, "softmax"):
-        run("softmax", cases(SOFTMAX_CASES), chosen(SOFTMAX_CONFIGS), timing, ceiling)
+        run("softmax", cases(SOFTMAX_CASES), chosen(SOFTMAX_CONFIGS), timing, ceiling, args.interleave)
     if args.only in (None, "reduce_sum"):
-        run("reduce_sum", cases(REDUCE_CASES), chosen(REDUCE_CONFIGS), timing, ceiling)
+        run("reduce_sum", cases(REDUCE_CASES), chosen(REDUCE_CONFIGS), timing, ceiling, args.interleave)
     if args.only in (None, "copy"):
-        run("copy", cases(COPY_CASES), chosen(COPY_CONFIGS), timing, ceiling)
+        run("copy", cases(COPY_CASES), chosen(COPY_CONFIGS), timing, ceiling, args.interleave)
     if args.only in (None, "add"):
-        run("add", cases(ADD_CASES), chosen(ADD_CONFIGS), timing, ceiling)
+        run("add", cases(ADD_CASES), chosen(ADD_CONFIGS), timing, ceiling, args.interleave)
 
 
 if __name__ == "__main__":

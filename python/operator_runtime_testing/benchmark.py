@@ -20,7 +20,10 @@ host longer than the flush takes the GPU (measured during warm-up), a spin
 kernel (torch.cuda._sleep) after the flush keeps the GPU busy until the
 call is enqueued, so host time stays out of the event interval; the flag
 `host_bound` says if it still might not have. One event pair brackets one
-call; the median over reps is reported.
+call; the functions measured together take turns in rounds, each round
+starting one function further on (a call's time depended on its place in
+the round by up to 1 us on a 5 us sum), and the median over reps is
+reported.
 """
 
 from __future__ import annotations
@@ -238,8 +241,12 @@ def _measure_cuda(fns, device: torch.device, config: TimingConfig, flush_l2: boo
         starts = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
         ends = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
         torch.cuda.synchronize()
+        # Each rep starts one name further on: a call's time depends on its
+        # place in the round (the same kernel read 4.8 and 5.9 us in two
+        # places, H100, thirty-fourth session), so every function takes
+        # every place equally often.
         for i in range(reps):
-            for name in names:
+            for name in names[i % len(names):] + names[:i % len(names)]:
                 flush()
                 starts[name][i].record()
                 fns[name]()
