@@ -166,10 +166,11 @@ reduce_dense_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, RowStr
 // ---- rows_aligned -----------------------------------------------------------
 // rows_dense's commonest case at its leanest: kept dims at most one (a row's
 // offset is one multiply), every row starting 16-byte aligned and, unsplit,
-// a whole number of rounds of TPR lanes x kDenseUnroll vectors; split, each
-// piece is whole rounds but a row's last, which alone takes a bounds-checked
-// round. So the loop has no head, tail or per-load check and holds 57-62
-// registers where rows_dense holds 64 (the same 4 blocks per SM: held to 32
+// a whole number of rounds of TPR lanes x U vectors (U: 32 elements, 8
+// vectors in float32, 4 in 16-bit, as planned); split, each piece is whole
+// rounds but a row's last, which alone takes a bounds-checked round. So the
+// loop has no head, tail or per-load check and holds 45-62 registers where
+// rows_dense holds 64 (the same 4 blocks per SM: held to 32
 // registers, with 2 or 4 vectors a thread and 8 blocks per SM, rows_dense
 // spilled 100-190 bytes and ran 1.1-2x slower; this kernel fit 32 registers
 // unspilled and was still 0-3% slower than at 8 vectors). H100,
