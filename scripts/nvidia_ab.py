@@ -397,7 +397,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=("softmax", "reduce_sum", "copy", "add"))
     parser.add_argument("--min-time", type=float, default=0.02)
-    parser.add_argument("--configs", nargs="*", help="only these configurations (by name)")
+    parser.add_argument("--configs", nargs="*",
+                        help="only these configurations (by name), in this order (a name may repeat)")
     parser.add_argument("--cases", nargs="*", help="only cases whose name starts with one of these")
     parser.add_argument("--dtypes", nargs="*", help="only these dtypes (of each case's)")
     parser.add_argument("--interleave", action="store_true",
@@ -418,14 +419,11 @@ def main() -> None:
             picked = [(*c[:-1], tuple(d for d in c[-1] if d in args.dtypes)) for c in picked]
         return [c for c in picked if c[-1]]
 
-    if args.only in (None, "softmax"):
-        run("softmax", cases(SOFTMAX_CASES), chosen(SOFTMAX_CONFIGS), timing, ceiling, args.interleave)
-    if args.only in (None, "reduce_sum"):
-        run("reduce_sum", cases(REDUCE_CASES), chosen(REDUCE_CONFIGS), timing, ceiling, args.interleave)
-    if args.only in (None, "copy"):
-        run("copy", cases(COPY_CASES), chosen(COPY_CONFIGS), timing, ceiling, args.interleave)
-    if args.only in (None, "add"):
-        run("add", cases(ADD_CASES), chosen(ADD_CONFIGS), timing, ceiling, args.interleave)
+    for op, case_table, config_table in (("softmax", SOFTMAX_CASES, SOFTMAX_CONFIGS),
+                                         ("reduce_sum", REDUCE_CASES, REDUCE_CONFIGS),
+                                         ("copy", COPY_CASES, COPY_CONFIGS), ("add", ADD_CASES, ADD_CONFIGS)):
+        if args.only in (None, op):
+            run(op, cases(case_table), chosen(config_table), timing, ceiling, args.interleave)
 
 
 if __name__ == "__main__":

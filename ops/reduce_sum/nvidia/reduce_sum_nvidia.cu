@@ -79,7 +79,7 @@ struct ReduceSumNvidia : oprt_descriptor {
   int short_lanes = 0;           // rows_short: lanes per row (0: not planned)
   int short_rows_per_group = 1;  // rows_short: rows a group of lanes takes at a time (1 or 2)
   int aligned_tpr = 0;           // rows_aligned: lanes per task (0: not planned)
-  int aligned_unroll = kDenseUnroll;  // rows_aligned: vectors a lane loads per round (4 or 8)
+  int aligned_unroll = kDenseUnroll;  // rows_aligned (where planned): vectors a lane loads per round (4 or 8)
   int short_waves = 0;           // rows_short: resident grids in a grid-stride grid (0: a block per task)
   int tx = 32, ty = 8;           // columns: block shape
   int64_t columns = 0, col_tiles = 0, planes = 0, reduced_numel = 0;
@@ -334,7 +334,7 @@ void plan_rows(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_size) 
   // vs 9.7-9.8, 256M bf16 175.7-176.0 vs 178.1-178.4; float32 at 4 within
   // +-0.3 us of 8; 1 or 2 vectors: 2048^2 4-13% slower). A/B:
   // OPRT_TUNE_REDUCE_ALIGNED_UNROLL (4 or 8 vectors in every dtype).
-  const int unroll = static_cast<int>(
+  const int unroll = d->aligned_unroll = static_cast<int>(
       floor_pow2(std::clamp<int64_t>(tuned("REDUCE_ALIGNED_UNROLL", 32 / vec), 4, kDenseUnroll)));
   const int64_t row_vectors = d->run_length / vec;
   if (d->dense_rows && d->kept.ndim <= 1 && d->run_length % vec == 0 && strides_aligned16(kept, 1, element_size) &&
@@ -342,16 +342,12 @@ void plan_rows(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_size) 
     if (d->splits <= 1) {
       const int64_t lane_vectors = row_vectors % unroll == 0 ? row_vectors / unroll : 0;
       const int64_t lanes = std::min<int64_t>(kRowsBlock, lane_vectors & -lane_vectors);  // its largest 2^k divisor
-      if (lanes >= 32 && row_vectors <= INT32_MAX / 2) {
-        d->aligned_tpr = static_cast<int>(lanes);
-        d->aligned_unroll = unroll;
-      }
+      if (lanes >= 32 && row_vectors <= INT32_MAX / 2) d->aligned_tpr = static_cast<int>(lanes);
     } else if (d->tpr >= 32) {
       const int64_t round = int64_t{d->tpr} * unroll;
       const int64_t piece = ceil_div(ceil_div(row_vectors, d->splits), round) * round;
       if (piece <= INT32_MAX / 2) {
         d->aligned_tpr = d->tpr;
-        d->aligned_unroll = unroll;
         d->split_len = piece * vec;  // rows_dense's split of the same pieces, should the base not be aligned
         d->splits = ceil_div(row_vectors, piece);
       }
