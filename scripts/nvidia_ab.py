@@ -169,7 +169,8 @@ REDUCE_CASES = [
     ("long_4x1M", (4, 1024 * 1024), -1, ("float32", "bfloat16")),
     ("scalar_64M", (64 * 1024 * 1024,), None, ("float32", "bfloat16")),
     ("scalar_256M", (256 * 1024 * 1024,), None, ("float32", "bfloat16")),
-    ("dim0_8192x8192", (8192, 8192), 0, ("float32", "bfloat16")),
+    ("dim0_8192x8192", (8192, 8192), 0, ("float32", "float16", "bfloat16")),
+    ("dim0_16384x16384", (16384, 16384), 0, ("float32", "bfloat16")),
     ("dim0_4096x16384", (4096, 16384), 0, ("bfloat16",)),
     ("dim0_4096x1024", (4096, 1024), 0, ("float32", "bfloat16")),
     ("dim0_odd_2047x2053", (2047, 2053), 0, ("float32", "bfloat16")),  # rows not 16-byte aligned
@@ -218,6 +219,10 @@ REDUCE_CONFIGS = [
                                      "REDUCE_COLUMN_CLUSTER_MAX": 4}),
     ("column_cluster_all_tx16_max4", {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1, "REDUCE_COLUMN_TX": 16,
                                       "REDUCE_COLUMN_CLUSTER_MAX": 4}),
+    # sums over dim 0, tiles of whole aligned vectors: the row loop with no per-row checks (add_whole_rows,
+    # planned) or the general loop (before the thirty-fifth session)
+    ("columns_general", {"REDUCE_COLUMN_WHOLE": 0}),
+    ("columns_whole", {"REDUCE_COLUMN_WHOLE": 1}),
     ("split_tx8", {"REDUCE_COLUMN_CLUSTER": 0, "REDUCE_COLUMN_TX": 8}),
     ("split_tx16", {"REDUCE_COLUMN_CLUSTER": 0, "REDUCE_COLUMN_TX": 16}),
     # sums over dim 0: tile width (threads across the columns) and task order

@@ -258,6 +258,16 @@ VARIANT_CASES = [
      {"dim": 0, "tune": {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1}}, None),
     ("sum-columns-cluster-unaligned-base", "reduce_sum", [(4096, 1000)], "offset",
      {"dim": 0, "tune": {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1}, "nvidia_variant": "columns_cluster16"}, None),
+    # tiles of whole aligned vectors, one reduced dim: the row loop with no per-row checks (add_whole_rows);
+    # rows not whole rounds (4099), split or clustered, planes (a kept dim outside the columns)
+    ("sum-columns-whole-split", "reduce_sum", [(4099, 256)], "contiguous",
+     {"dim": 0, "tune": {"REDUCE_COLUMN_CLUSTER": 0}, "nvidia_variant": "columns_whole_split"}, None),
+    ("sum-columns-whole-cluster8", "reduce_sum", [(4099, 1024)], "contiguous",
+     {"dim": 0, "tune": {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1, "REDUCE_COLUMN_CLUSTER_MAX": 8},
+      "nvidia_variant": "columns_whole_cluster8"}, None),
+    ("sum-columns-whole-planes", "reduce_sum", [(6, 1001, 128)], "contiguous",
+     {"dim": 1, "nvidia_variant": {"float32": "columns_whole_cluster8", "float16": "columns_whole_split",
+                                   "bfloat16": "columns_whole_split"}}, None),
     ("sum-middle", "reduce_sum", [(16, 300, 64)], "contiguous", {"dim": 1}, None),
     ("sum-zeros", "reduce_sum", [(7, 0)], "contiguous", {"dim": 1}, None),
     # many short rows of whole 16-byte vectors, 16-byte aligned (nvidia: rows_short): lanes per row
@@ -1013,6 +1023,30 @@ def test_split_sums_interleaved(cuda_backend):
                 msg = f"{shape} {dtype} dims {dims}, attempt {attempt}"
                 _check_sum(got, x, dims, msg)
                 assert_bitwise_equal(again, got, msg)
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("shape,dim,tune", [
+    ((4099, 1024), 0, {}),
+    ((4099, 1024), 0, {"REDUCE_COLUMN_CLUSTER": 0}),
+    ((6, 1001, 128), 1, {}),
+    ((1 << 16, 16), 0, {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS": 1}),
+], ids=["planned", "split", "planes", "narrow-cluster"])
+def test_sum_columns_whole_rows_match_general_loop(cuda_backend, dt, shape, dim, tune, monkeypatch, request):
+    """nvidia: the columns kernels' whole-rows loop (add_whole_rows) adds
+    each column's rows in the general loop's order: the same bits, and the
+    right sum."""
+    if cuda_backend != "nvidia":
+        pytest.skip("the nvidia backend's column kernels")
+    src = _randn(shape, dt, 35)
+    sums = {}
+    for whole in (0, 1):
+        _set_tune({**tune, "REDUCE_COLUMN_WHOLE": whole}, monkeypatch, request)
+        sums[whole] = oprt.reduce_sum(src, dim, backend=cuda_backend)
+        with oprt.prepare_reduce_sum(torch.empty_like(sums[whole]), src, dim, backend=cuda_backend) as prepared:
+            assert ("whole" in prepared.variant) == (whole > 0), f"{shape}, whole {whole}: {prepared.variant}"
+    _check_sum(sums[1], src, (dim,), f"{shape} over {dim}, whole rows")
+    assert_bitwise_equal(sums[1], sums[0], f"{shape} over {dim}: the whole-rows loop vs the general loop")
 
 
 # -- determinism -----------------------------------------------------------------------

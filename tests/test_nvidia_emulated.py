@@ -184,7 +184,7 @@ def test_reduce_sum_emulated(emulated_ops):
         "empty", "zeros", "rows", "rows_split", "rows_dense", "rows_dense_split", "rows_aligned", "rows_aligned_split",
         "rows_short", "strided",
         "strided_split", "columns", "columns_split", "columns_cluster", "columns_shifted", "columns_shifted_split",
-        "columns_shifted_cluster"}, variants  # every variant ran
+        "columns_shifted_cluster", "columns_whole", "columns_whole_split", "columns_whole_cluster"}, variants
 
 
 def test_softmax_emulated(emulated_ops):

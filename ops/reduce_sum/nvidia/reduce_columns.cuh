@@ -66,6 +66,37 @@ __device__ __forceinline__ void write_cluster_sums(T* out, const float* sums, in
   cluster.sync();  // no block leaves while another reads its sums
 }
 
+// The row loop of a thread whose VEC columns lie inside the rows, 16-byte
+// aligned, with one reduced dim of `stride` elements: no per-row checks but
+// in the last part round, kColumnUnroll loads in flight. p is the thread's
+// first row; it takes `rows` rows TY apart, in the order the general loop
+// adds them (the same sums, bitwise).
+template <class T>
+__device__ __forceinline__ void add_whole_rows(float (&acc)[kVec16<T>], const T* p, int64_t stride, int64_t rows,
+                                               int TY) {
+  constexpr int VEC = kVec16<T>, U = kColumnUnroll;
+  const int64_t jump = int64_t{TY} * stride;
+  int64_t k = 0;
+  for (; k + U <= rows; k += U, p += U * jump) {
+    Raw16 raw[U];  // all loads first (converted after: see Raw16)
+#pragma unroll
+    for (int u = 0; u < U; ++u) raw[u] = load_raw(p + u * jump);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      float x[VEC];
+      raw_to_floats_widened<T>(raw[u], x);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) acc[e] += x[e];
+    }
+  }
+  for (; k < rows; ++k, p += jump) {
+    float x[VEC];
+    raw_to_floats_widened<T>(load_raw(p), x);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) acc[e] += x[e];
+  }
+}
+
 // kShifted: rows not 16-byte aligned (odd widths, a misaligned base). Each
 // lane loads the aligned vector under its first column; its neighbour's
 // (one shuffle, the segment's last lane loads it) completes its 16 bytes,
@@ -73,7 +104,10 @@ __device__ __forceinline__ void write_cluster_sums(T* out, const float* sums, in
 // element. The rounds are the same for every thread, as the shuffles need.
 // kCluster: the splits of a tile are the blocks of a cluster (columns_cluster),
 // a block per task.
-template <class T, class Index, bool kShifted, bool kCluster>
+// kWhole (never with kShifted): the row loop is add_whole_rows; launched
+// where every tile's columns are whole vectors inside the rows, 16-byte
+// aligned, and the reduced index is one dim (args.reduced_stride).
+template <class T, class Index, bool kShifted, bool kCluster, bool kWhole = false>
 __global__ void __launch_bounds__(kColumnsThreads, kCluster && !kShifted ? 5 : 1)
 reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetCalc<1, Index> reduced,
                       ColumnsArgs args) {
@@ -102,59 +136,64 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
       return o[0];
     };
     const int64_t step = int64_t{TY} * kColumnUnroll;
-    for (int64_t r = kShifted ? r0 : r0 + ty; r < r1; r += step) {
-      Raw16 raw[kColumnUnroll];  // all loads first (converted after: see Raw16)
-      if constexpr (kShifted) {
-        const int segment = TX < 32 ? TX : 32;  // lanes of a warp along the same row (TX is a power of 2)
-        const bool segment_last = tx % segment == segment - 1;
-        const T* first = src + args.src_first;
-        const T* end = src + args.src_end;
-        Raw16 lo[kColumnUnroll], hi[kColumnUnroll];
-        uint32_t shift[kColumnUnroll];
+    if constexpr (kWhole) {
+      const int64_t rows = r1 - r0 > ty ? (r1 - r0 - ty + TY - 1) / TY : 0;
+      add_whole_rows<T>(acc, base + (r0 + ty) * args.reduced_stride, args.reduced_stride, rows, TY);
+    } else {
+      for (int64_t r = kShifted ? r0 : r0 + ty; r < r1; r += step) {
+        Raw16 raw[kColumnUnroll];  // all loads first (converted after: see Raw16)
+        if constexpr (kShifted) {
+          const int segment = TX < 32 ? TX : 32;  // lanes of a warp along the same row (TX is a power of 2)
+          const bool segment_last = tx % segment == segment - 1;
+          const T* first = src + args.src_first;
+          const T* end = src + args.src_end;
+          Raw16 lo[kColumnUnroll], hi[kColumnUnroll];
+          uint32_t shift[kColumnUnroll];
 #pragma unroll
-        for (int u = 0; u < kColumnUnroll; ++u) {
-          const int64_t ru = r + ty + int64_t{u} * TY;
-          lo[u] = hi[u] = Raw16{};  // all-zero bits are 0.0 in every dtype
-          shift[u] = 0;
-          if (ru >= r1) continue;  // (the same for the whole segment of TX lanes)
-          const T* p = base + row_offset(ru);
-          shift[u] = static_cast<uint32_t>(misalignment16(p));
-          const T* a = p - shift[u] / sizeof(T);
-          lo[u] = load_raw_within(a, first, end);
-          if (segment_last && shift[u] != 0) hi[u] = load_raw_within(a + VEC, first, end);
-        }
-#pragma unroll
-        for (int u = 0; u < kColumnUnroll; ++u) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const uint32_t next = __shfl_down_sync(0xffffffffu, lo[u].w[i], 1, segment);
-            if (!segment_last) hi[u].w[i] = next;
+          for (int u = 0; u < kColumnUnroll; ++u) {
+            const int64_t ru = r + ty + int64_t{u} * TY;
+            lo[u] = hi[u] = Raw16{};  // all-zero bits are 0.0 in every dtype
+            shift[u] = 0;
+            if (ru >= r1) continue;  // (the same for the whole segment of TX lanes)
+            const T* p = base + row_offset(ru);
+            shift[u] = static_cast<uint32_t>(misalignment16(p));
+            const T* a = p - shift[u] / sizeof(T);
+            lo[u] = load_raw_within(a, first, end);
+            if (segment_last && shift[u] != 0) hi[u] = load_raw_within(a + VEC, first, end);
           }
-          raw[u] = shifted_window<T>(lo[u], hi[u], shift[u]);
-        }
-      } else {
 #pragma unroll
-        for (int u = 0; u < kColumnUnroll; ++u) {
-          const int64_t ru = r + int64_t{u} * TY;
-          raw[u] = Raw16{};  // all-zero bits are 0.0 in every dtype
-          if (ru >= r1 || col0 >= args.columns) continue;
-          const T* p = base + row_offset(ru);
-          if (full) {
-            raw[u] = load_raw(p);
-          } else {
-            Vec<T, VEC> v;
+          for (int u = 0; u < kColumnUnroll; ++u) {
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) v.v[e] = col0 + e < args.columns ? p[e] : from_float<T>(0.0f);
-            raw[u] = to_raw(v);
+            for (int i = 0; i < 4; ++i) {
+              const uint32_t next = __shfl_down_sync(0xffffffffu, lo[u].w[i], 1, segment);
+              if (!segment_last) hi[u].w[i] = next;
+            }
+            raw[u] = shifted_window<T>(lo[u], hi[u], shift[u]);
+          }
+        } else {
+#pragma unroll
+          for (int u = 0; u < kColumnUnroll; ++u) {
+            const int64_t ru = r + int64_t{u} * TY;
+            raw[u] = Raw16{};  // all-zero bits are 0.0 in every dtype
+            if (ru >= r1 || col0 >= args.columns) continue;
+            const T* p = base + row_offset(ru);
+            if (full) {
+              raw[u] = load_raw(p);
+            } else {
+              Vec<T, VEC> v;
+#pragma unroll
+              for (int e = 0; e < VEC; ++e) v.v[e] = col0 + e < args.columns ? p[e] : from_float<T>(0.0f);
+              raw[u] = to_raw(v);
+            }
           }
         }
-      }
 #pragma unroll
-      for (int u = 0; u < kColumnUnroll; ++u) {
-        float x[VEC];
-        raw_to_floats<T>(raw[u], x);
+        for (int u = 0; u < kColumnUnroll; ++u) {
+          float x[VEC];
+          raw_to_floats<T>(raw[u], x);
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[e] += x[e];
+          for (int e = 0; e < VEC; ++e) acc[e] += x[e];
+        }
       }
     }
     // Combine the TY partial sums of each column in a fixed order.
@@ -182,6 +221,23 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
       write_cluster_sums(out, partial, width, tile * width, args.columns, offsets[0], args.out_stride);
     __syncthreads();
   }
+}
+
+// The columns kernel of a launch: shifted loads, the whole-rows loop, or
+// the general loop.
+template <class T, class Index, bool kCluster>
+auto columns_kernel(bool shifted, bool whole) {
+  if (shifted) return reduce_columns_kernel<T, Index, true, kCluster>;
+  if (whole) return reduce_columns_kernel<T, Index, false, kCluster, true>;
+  return reduce_columns_kernel<T, Index, false, kCluster>;
+}
+
+// Lets every cluster kernel of columns_kernel run in clusters past the portable size.
+template <class T, class Index>
+void allow_large_column_clusters() {
+  allow_large_clusters<reduce_columns_kernel<T, Index, true, true>>();
+  allow_large_clusters<reduce_columns_kernel<T, Index, false, true>>();
+  allow_large_clusters<reduce_columns_kernel<T, Index, false, true, true>>();
 }
 
 // Adds each column's `splits` partials in a fixed order: a warp per output.

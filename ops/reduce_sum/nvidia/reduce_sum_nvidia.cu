@@ -9,7 +9,9 @@
 //             over the block's other axis and combined in shared memory;
 //             columns_shifted: 16-bit rows not 16-byte aligned (odd
 //             widths), the vectors loaded aligned and shifted into place
-//             across lanes
+//             across lanes; columns_whole: tiles of whole 16-byte vectors
+//             and one reduced dim, a row loop with no per-row checks (a
+//             misaligned base at execute runs `columns`)
 //   rows_dense  `rows` where every output is one contiguous run: a leaner
 //             kernel with 8 vectors in flight per thread
 //   rows_aligned  `rows_dense` where the kept dims are at most one and the
@@ -85,6 +87,7 @@ struct ReduceSumNvidia : oprt_descriptor {
   int64_t columns = 0, col_tiles = 0, planes = 0, reduced_numel = 0;
   int64_t splits = 1, split_len = 0;
   bool clustered = false;        // columns_cluster: a tile's splits are the blocks of one cluster
+  bool whole = false;            // columns: the whole-rows loop (add_whole_rows) where src is aligned
   bool early_finish = true;      // split: launch the finishing kernel early (A/B: OPRT_TUNE_REDUCE_EARLY_FINISH=0)
   bool dense_rows = false;       // rows: one contiguous run per output, reduce_dense_rows_kernel
   int finish_threads = 32;       // split rows: threads per row in finish_rows_kernel
@@ -125,6 +128,17 @@ StridedLayout<1> src_dims(const StridedLayout<2>& reduced, int count) {  // the 
 // vs 71.6, bf16 56.8-86 vs 56.2). Knobs: OPRT_TUNE_REDUCE_COLUMN_CLUSTER
 // (0: off, 2: any rows), _CLUSTER_TX (tile width in threads), _CLUSTER_MAX
 // (1-16), _CLUSTER_MIN_BLOCKS (fewest blocks; planned a quarter of the grid).
+// The whole-rows loop (add_whole_rows, no per-row checks) applies: tiles
+// of tx threads whole aligned vectors, one reduced dim. H200,
+// scripts/nvidia_ab.py (thirty-fifth session), us, against the general
+// loop: over dim 0 8192^2 bf16 37.8-37.9 vs 38.7, float32 64.9-65.0 vs
+// 65.7, 16384^2 bf16 123.3-123.4 vs 124.6, 4096 x 1024 bf16 9.6-9.7 vs
+// 10.0-10.4. 8 loads in flight at 4 blocks an SM (64 registers) lost on
+// an H100 (8192^2 bf16 55.0 vs 52.6). A/B: OPRT_TUNE_REDUCE_COLUMN_WHOLE=0.
+bool whole_rows_apply(const ReduceSumNvidia& d, int64_t tx, int vec) {
+  return tuned("REDUCE_COLUMN_WHOLE", 1) != 0 && d.rows_aligned && d.reduced.ndim == 1 && d.columns % (tx * vec) == 0;
+}
+
 void plan_column_cluster(ReduceSumNvidia* d, int vec) {
   const DeviceInfo& info = current_device_info();
   const int64_t mode = tuned("REDUCE_COLUMN_CLUSTER", 1);
@@ -136,13 +150,14 @@ void plan_column_cluster(ReduceSumNvidia* d, int vec) {
   const int64_t most =
       std::clamp<int64_t>(tuned("REDUCE_COLUMN_CLUSTER_MAX", kLargestCluster), 1, kLargestCluster);
   const int64_t rows_per_round = int64_t{ty} * kColumnUnroll;
+  const bool whole = whole_rows_apply(*d, tx, vec);
   int64_t c = 0;
   dispatch_dtype(d->dtype, [&](auto type) {
     dispatch_index(std::max(d->rows * d->reduced_numel, d->rows), [&](auto index) {  // as execute does
       using T = decltype(type);
       using Index = decltype(index);
-      constexpr auto aligned = reduce_columns_kernel<T, Index, false, true>;
-      constexpr auto shifted = reduce_columns_kernel<T, Index, true, true>;
+      const auto aligned = columns_kernel<T, Index, true>(false, whole);
+      const auto shifted = columns_kernel<T, Index, true>(true, false);
       const bool planned_shifted = !d->rows_aligned && d->shifted;  // (a misaligned base at execute may shift)
       const int per_sm = resident_blocks_per_sm(planned_shifted ? shifted : aligned, kColumnsThreads);
       const int64_t resident = int64_t{info.sm_count} * std::max(1, per_sm);
@@ -151,8 +166,7 @@ void plan_column_cluster(ReduceSumNvidia* d, int vec) {
         c = 0;
         return;
       }
-      allow_large_clusters<aligned>();
-      allow_large_clusters<shifted>();
+      allow_large_column_clusters<T, Index>();
       for (; c >= 2; c /= 2)
         if (resident_clusters(aligned, c, kColumnsThreads, 0) > 0 &&
             resident_clusters(shifted, c, kColumnsThreads, 0) > 0)
@@ -161,6 +175,7 @@ void plan_column_cluster(ReduceSumNvidia* d, int vec) {
   });
   if (c < 2) return;
   d->clustered = true;
+  d->whole = whole;
   d->tiles_fastest = false;  // tasks split fastest: a cluster's C consecutive blocks are one tile's splits
   d->tx = tx;
   d->ty = ty;
@@ -210,6 +225,7 @@ void plan_columns(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_siz
   const int64_t shifted = tuned("REDUCE_COLUMN_SHIFTED", 1);
   d->shifted = shifted == 2 || (shifted == 1 && element_size < 4);
   if (!d->rows_aligned && d->shifted) d->variant = "columns_shifted";
+  d->whole = whole_rows_apply(*d, d->tx, vec);
   d->src_end = 1;  // [src_first, src_end): the element offsets src's view reaches
   for (int k = 0; k < p.src.ndim; ++k)
     (p.src.strides[k] < 0 ? d->src_first : d->src_end) += (p.src.shape[k] - 1) * p.src.strides[k];
@@ -230,9 +246,8 @@ void plan_columns(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_siz
       dispatch_index(std::max(d->rows * d->reduced_numel, d->rows), [&](auto index) {
         using T = decltype(type);
         using Index = decltype(index);
-        per_sm = d->rows_aligned || !d->shifted
-                     ? resident_blocks_per_sm(reduce_columns_kernel<T, Index, false, false>, kColumnsThreads)
-                     : resident_blocks_per_sm(reduce_columns_kernel<T, Index, true, false>, kColumnsThreads);
+        per_sm = resident_blocks_per_sm(
+            columns_kernel<T, Index, false>(!d->rows_aligned && d->shifted, d->whole), kColumnsThreads);
       });
     });
   }
@@ -247,6 +262,7 @@ void plan_columns(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_siz
   if (fit) d->split_len = ceil_div(d->split_len, round_rows) * round_rows;  // (fewer splits, never more)
   d->splits = ceil_div(d->reduced_numel, d->split_len);
   plan_column_cluster(d, vec);
+  if (d->whole) d->variant = "columns_whole";
   if (d->clustered) {
     d->variant += "_cluster" + std::to_string(d->splits);
   } else if (d->splits > 1) {
@@ -538,22 +554,17 @@ void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* parti
   args.src_end = d.src_end;
   const OffsetCalc<2, Index> planes(d.plane_layout);
   const OffsetCalc<1, Index> reduced(d.reduced);
-  const auto run = [&](auto shifted) {
-    constexpr bool kShifted = decltype(shifted)::value;
-    if (d.clustered) {  // a block per task, a tile's splits one cluster
-      constexpr auto kernel = reduce_columns_kernel<T, Index, kShifted, true>;
-      allow_large_clusters<kernel>();  // on this device (the descriptor may be another's)
-      launch_with(cluster_attribute(static_cast<unsigned>(d.splits)), kernel, static_cast<unsigned>(tasks), block, 0,
-                  stream, out, src, planes, reduced, args);
-    } else {
-      const unsigned grid = grid_for(tasks, 2048 / kColumnsThreads, 2);
-      reduce_columns_kernel<T, Index, kShifted, false><<<grid, block, 0, stream>>>(out, src, planes, reduced, args);
-    }
-  };
-  if (!args.vectors_ok && d.shifted)
-    run(std::true_type{});
-  else
-    run(std::false_type{});
+  const bool shifted = !args.vectors_ok && d.shifted;
+  const bool whole = args.vectors_ok && d.whole;
+  if (d.clustered) {  // a block per task, a tile's splits one cluster
+    allow_large_column_clusters<T, Index>();  // on this device (the descriptor may be another's)
+    launch_with(cluster_attribute(static_cast<unsigned>(d.splits)), columns_kernel<T, Index, true>(shifted, whole),
+                static_cast<unsigned>(tasks), block, 0, stream, out, src, planes, reduced, args);
+  } else {
+    const unsigned grid = grid_for(tasks, 2048 / kColumnsThreads, 2);
+    const auto kernel = columns_kernel<T, Index, false>(shifted, whole);
+    kernel<<<grid, block, 0, stream>>>(out, src, planes, reduced, args);
+  }
   check_launch("reduce_columns_kernel");
   if (d.splits > 1 && !d.clustered)
     launch_finish(d, finish_columns_kernel<T, Index>, grid_for(ceil_div(d.rows, 8), 8, 2), stream, out, partials,
