@@ -173,6 +173,11 @@ REDUCE_CASES = [
     ("dim0_16384x16384", (16384, 16384), 0, ("float32", "bfloat16")),
     ("dim0_4096x16384", (4096, 16384), 0, ("bfloat16",)),
     ("dim0_4096x1024", (4096, 1024), 0, ("float32", "bfloat16")),
+    # 128 MB in 16-bit over dim 0 at other row strides (bytes): 16512 and 16400 (not a power of two), 8 KB, 64 KB
+    ("dim0_stride_8192x8256", (8192, 8256), 0, ("float32", "bfloat16")),
+    ("dim0_stride_8192x8200", (8192, 8200), 0, ("bfloat16",)),
+    ("dim0_stride_16384x4096", (16384, 4096), 0, ("float32", "bfloat16")),
+    ("dim0_stride_2048x32768", (2048, 32768), 0, ("bfloat16",)),
     ("dim0_odd_2047x2053", (2047, 2053), 0, ("float32", "bfloat16")),  # rows not 16-byte aligned
     ("dim0_odd_8191x8193", (8191, 8193), 0, ("float32", "bfloat16")),
 ]
