@@ -113,6 +113,17 @@ StridedLayout<1> src_dims(const StridedLayout<2>& reduced, int count) {  // the 
   return l;
 }
 
+// The whole-rows loop (add_whole_rows, no per-row checks) applies: tiles
+// of tx threads whole aligned vectors, one reduced dim. H200,
+// scripts/nvidia_ab.py (thirty-fifth session), us, against the general
+// loop: over dim 0 8192^2 bf16 37.8-37.9 vs 38.7, float32 64.9-65.0 vs
+// 65.7, 16384^2 bf16 123.3-123.4 vs 124.6, 4096 x 1024 bf16 9.6-9.7 vs
+// 10.0-10.4. 8 loads in flight at 4 blocks an SM (64 registers) lost on
+// an H100 (8192^2 bf16 55.0 vs 52.6). A/B: OPRT_TUNE_REDUCE_COLUMN_WHOLE=0.
+bool whole_rows_apply(const ReduceSumNvidia& d, int64_t tx, int vec) {
+  return tuned("REDUCE_COLUMN_WHOLE", 1) != 0 && d.rows_aligned && d.reduced.ndim == 1 && d.columns % (tx * vec) == 0;
+}
+
 // columns_cluster: a split sum over columns whose C splits of a tile are
 // the blocks of a thread block cluster, merged through distributed shared
 // memory (write_cluster_sums) instead of a workspace and a second kernel.
@@ -128,17 +139,6 @@ StridedLayout<1> src_dims(const StridedLayout<2>& reduced, int count) {  // the 
 // vs 71.6, bf16 56.8-86 vs 56.2). Knobs: OPRT_TUNE_REDUCE_COLUMN_CLUSTER
 // (0: off, 2: any rows), _CLUSTER_TX (tile width in threads), _CLUSTER_MAX
 // (1-16), _CLUSTER_MIN_BLOCKS (fewest blocks; planned a quarter of the grid).
-// The whole-rows loop (add_whole_rows, no per-row checks) applies: tiles
-// of tx threads whole aligned vectors, one reduced dim. H200,
-// scripts/nvidia_ab.py (thirty-fifth session), us, against the general
-// loop: over dim 0 8192^2 bf16 37.8-37.9 vs 38.7, float32 64.9-65.0 vs
-// 65.7, 16384^2 bf16 123.3-123.4 vs 124.6, 4096 x 1024 bf16 9.6-9.7 vs
-// 10.0-10.4. 8 loads in flight at 4 blocks an SM (64 registers) lost on
-// an H100 (8192^2 bf16 55.0 vs 52.6). A/B: OPRT_TUNE_REDUCE_COLUMN_WHOLE=0.
-bool whole_rows_apply(const ReduceSumNvidia& d, int64_t tx, int vec) {
-  return tuned("REDUCE_COLUMN_WHOLE", 1) != 0 && d.rows_aligned && d.reduced.ndim == 1 && d.columns % (tx * vec) == 0;
-}
-
 void plan_column_cluster(ReduceSumNvidia* d, int vec) {
   const DeviceInfo& info = current_device_info();
   const int64_t mode = tuned("REDUCE_COLUMN_CLUSTER", 1);
