@@ -139,7 +139,7 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
     if constexpr (kWhole) {
       const int64_t rows = r1 - r0 > ty ? (r1 - r0 - ty + TY - 1) / TY : 0;
       add_whole_rows<T>(acc, base + (r0 + ty) * args.reduced_stride, args.reduced_stride, rows, TY);
-    } else {
+    } else {  // (keep the braces: with `else for (...)` nvcc 13.0 dropped the unrolled loop after this one)
       for (int64_t r = kShifted ? r0 : r0 + ty; r < r1; r += step) {
         Raw16 raw[kColumnUnroll];  // all loads first (converted after: see Raw16)
         if constexpr (kShifted) {
