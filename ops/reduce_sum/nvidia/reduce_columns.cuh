@@ -75,6 +75,12 @@ template <class T>
 __device__ __forceinline__ void add_whole_rows(float (&acc)[kVec16<T>], const T* p, int64_t stride, int64_t rows,
                                                int TY) {
   constexpr int VEC = kVec16<T>, U = kColumnUnroll;
+  const auto add = [&](const Raw16& raw) {
+    float x[VEC];
+    raw_to_floats_widened<T>(raw, x);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) acc[e] += x[e];
+  };
   const int64_t jump = int64_t{TY} * stride;
   int64_t k = 0;
   for (; k + U <= rows; k += U, p += U * jump) {
@@ -82,19 +88,9 @@ __device__ __forceinline__ void add_whole_rows(float (&acc)[kVec16<T>], const T*
 #pragma unroll
     for (int u = 0; u < U; ++u) raw[u] = load_raw(p + u * jump);
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      float x[VEC];
-      raw_to_floats_widened<T>(raw[u], x);
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) acc[e] += x[e];
-    }
+    for (int u = 0; u < U; ++u) add(raw[u]);
   }
-  for (; k < rows; ++k, p += jump) {
-    float x[VEC];
-    raw_to_floats_widened<T>(load_raw(p), x);
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) acc[e] += x[e];
-  }
+  for (; k < rows; ++k, p += jump) add(load_raw(p));
 }
 
 // kShifted: rows not 16-byte aligned (odd widths, a misaligned base). Each

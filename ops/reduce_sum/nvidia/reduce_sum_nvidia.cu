@@ -87,7 +87,7 @@ struct ReduceSumNvidia : oprt_descriptor {
   int64_t columns = 0, col_tiles = 0, planes = 0, reduced_numel = 0;
   int64_t splits = 1, split_len = 0;
   bool clustered = false;        // columns_cluster: a tile's splits are the blocks of one cluster
-  bool whole = false;            // columns: the whole-rows loop (add_whole_rows) where src is aligned
+  bool whole = false;            // columns: the whole-rows loop (add_whole_rows) where src is aligned (final tx)
   bool early_finish = true;      // split: launch the finishing kernel early (A/B: OPRT_TUNE_REDUCE_EARLY_FINISH=0)
   bool dense_rows = false;       // rows: one contiguous run per output, reduce_dense_rows_kernel
   int finish_threads = 32;       // split rows: threads per row in finish_rows_kernel
@@ -175,7 +175,6 @@ void plan_column_cluster(ReduceSumNvidia* d, int vec) {
   });
   if (c < 2) return;
   d->clustered = true;
-  d->whole = whole;
   d->tiles_fastest = false;  // tasks split fastest: a cluster's C consecutive blocks are one tile's splits
   d->tx = tx;
   d->ty = ty;
@@ -225,7 +224,6 @@ void plan_columns(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_siz
   const int64_t shifted = tuned("REDUCE_COLUMN_SHIFTED", 1);
   d->shifted = shifted == 2 || (shifted == 1 && element_size < 4);
   if (!d->rows_aligned && d->shifted) d->variant = "columns_shifted";
-  d->whole = whole_rows_apply(*d, d->tx, vec);
   d->src_end = 1;  // [src_first, src_end): the element offsets src's view reaches
   for (int k = 0; k < p.src.ndim; ++k)
     (p.src.strides[k] < 0 ? d->src_first : d->src_end) += (p.src.shape[k] - 1) * p.src.strides[k];
@@ -247,7 +245,8 @@ void plan_columns(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_siz
         using T = decltype(type);
         using Index = decltype(index);
         per_sm = resident_blocks_per_sm(
-            columns_kernel<T, Index, false>(!d->rows_aligned && d->shifted, d->whole), kColumnsThreads);
+            columns_kernel<T, Index, false>(!d->rows_aligned && d->shifted, whole_rows_apply(*d, d->tx, vec)),
+            kColumnsThreads);
       });
     });
   }
@@ -261,7 +260,8 @@ void plan_columns(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_siz
   const int64_t round_rows = int64_t{d->ty} * kColumnUnroll;
   if (fit) d->split_len = ceil_div(d->split_len, round_rows) * round_rows;  // (fewer splits, never more)
   d->splits = ceil_div(d->reduced_numel, d->split_len);
-  plan_column_cluster(d, vec);
+  plan_column_cluster(d, vec);  // (may narrow the tiles: tx)
+  d->whole = whole_rows_apply(*d, d->tx, vec);
   if (d->whole) d->variant = "columns_whole";
   if (d->clustered) {
     d->variant += "_cluster" + std::to_string(d->splits);
