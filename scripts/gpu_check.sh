@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # Checks the NVIDIA backend on a CUDA machine and leaves logs and JSON in
-# OUTDIR. Written for the H200 image (python3 with torch 2.11+cu130, nvcc
-# 13.0, cmake, ninja, scikit-build-core, pytest, hypothesis,
-# compute-sanitizer; no network):
+# OUTDIR. Needs no network: python3 with a CUDA torch, nvcc, cmake, ninja,
+# scikit-build-core, pytest, hypothesis and compute-sanitizer installed:
 #
 #   scripts/gpu_check.sh OUTDIR [phase...]
 #
 # Every call first builds (scripts/setup.sh into a venv that also sees the
-# image python's packages, so nothing is downloaded; pip install
+# machine python's packages, so nothing is downloaded; pip install
 # --no-build-isolation --no-deps -e . with
 # CMAKE_ARGS="-DCAMP_ENABLE_NVIDIA=ON -DCMAKE_CUDA_ARCHITECTURES=90"), as the
 # tree may have changed since the last call; an unchanged tree on a machine
@@ -15,13 +14,14 @@
 # (default: build test cuda sanitize bench); each fits in 10 minutes alone:
 #
 #   build     only the build                                      -> build.log
-#   test      python -m pytest tests/ --backend nvidia -q
+#   test      python -m pytest tests ops --backend nvidia -q
 #               --junitxml=OUTDIR/junit.xml                       -> test.log, junit.xml
-#   cuda      python -m pytest tests/test_cuda_backends.py --backend nvidia -rA
-#               (the GPU-only tests alone, ~1-2 minutes)          -> cuda.log
+#   cuda      python -m pytest tests/test_cuda_backends.py ops/*/nvidia --backend nvidia -rA
+#               (the GPU-only tests alone: the generic ones over every
+#               discovered op, and each NVIDIA layer's variant tests) -> cuda.log
 #   sanitize  for X in memcheck racecheck initcheck:
 #               OPRT_HOST_REFERENCE=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool X
-#               --error-exitcode 1 python -m pytest tests/test_cuda_backends.py
+#               --error-exitcode 1 python -m pytest ops/*/nvidia
 #               -k test_variant --backend nvidia -q -p no:cacheprovider
 #             (every kernel variant in three dtypes; without torch's caching
 #             allocator each tensor is its own cudaMalloc, so memcheck sees
@@ -30,12 +30,16 @@
 #             reduce kernel trips racecheck and initcheck)        -> sanitize.log
 #   bench     python tests/run_ops.py --op all --backend nvidia --mode bench
 #               --json OUTDIR/bench.json --torch-compile          -> bench.log, bench.json
-#   bench:OP  the same for some ops only (bench:copy bench:vector_add in one
-#             call: one run, one bench.json). torch.compile compiles every
-#             case anew, so all four ops will not fit in 10 minutes: give
-#             one or two ops per call (bench.json is rewritten after every
+#   bench:OP  the same for some ops only (bench:A bench:B in one call: one
+#             run, one bench.json). torch.compile compiles every case anew,
+#             so all the ops will not fit in 10 minutes: give one or two
+#             ops per call (bench.json is rewritten after every
 #             row, so a run cut short still leaves its rows; "complete" in
 #             its meta says whether it finished)
+#
+# The build phase also calls every op that operator_runtime.ops.DESCRIPTIONS
+# discovers once on a small case of its description: an op the backend has
+# no kernel for is listed, not counted as a failure.
 #
 # The last lines printed are a summary table (also OUTDIR/summary.txt, written
 # after every phase, so a call cut short still leaves it). OUTDIR holds at
@@ -43,14 +47,14 @@
 #
 # Settings (environment):
 #   OPRT_BACKEND         backend to check (default nvidia; tilelang works alike)
-#   OPRT_TEST_ARGS       extra pytest arguments for test and cuda (e.g. "-x -k softmax")
+#   OPRT_TEST_ARGS       extra pytest arguments for test and cuda (e.g. "-x -k graph")
 #   OPRT_SANITIZE_TESTS  pytest arguments for sanitize (default above)
 #   OPRT_SANITIZE_TOOLS  default "memcheck racecheck initcheck"
 #   OPRT_BENCH_ARGS      extra run_ops.py arguments (e.g. "--quick" or "--min-time 0.1")
 #   OPRT_VENV            the venv (default .venv); CMAKE_ARGS overrides the build flags
 #   OPRT_NO_VENV=1       no venv: python3 -m pip install --no-build-isolation --no-deps -e .
-#                        with the image's python (what every H200 run so far used; use
-#                        `python3 -m pip`, the image's bare `pip` belongs to another python)
+#                        with the machine's python (`python3 -m pip`: a bare `pip` may
+#                        belong to another python)
 # Exit status: 0 when every phase passed, else 1 (2: bad arguments).
 set -uo pipefail
 
@@ -120,7 +124,7 @@ build() {
                                          "cuda", torch.version.cuda, "devices", torch.cuda.device_count())' 2>&1 || true
     echo "CMAKE_ARGS=$CMAKE_ARGS"
   } >"$log"
-  if [[ ${OPRT_NO_VENV:-0} == 1 ]]; then  # the image's python as is (the route used on the H200 so far)
+  if [[ ${OPRT_NO_VENV:-0} == 1 ]]; then  # the machine's python as is
     py=$(command -v python3)
     "$py" -m pip install --no-build-isolation --no-deps -e . >>"$log" 2>&1 || status=$?
   else
@@ -131,7 +135,9 @@ build() {
 import sys
 import torch
 import operator_runtime as oprt
+from operator_runtime import BackendUnavailableError
 from operator_runtime._internal.backends import backend_impl
+from operator_runtime.ops import DESCRIPTIONS
 
 backend = sys.argv[1]
 reason = oprt.backend_unavailable_reason(backend)
@@ -139,20 +145,27 @@ print(f"backend {backend}: {'available' if reason is None else 'UNAVAILABLE: ' +
 if reason is not None:
     sys.exit(1)
 device = backend_impl(oprt.Backend(backend)).device_type
-x = torch.randn(4, 8, device=device)
-failed = 0
-for name, call in (("copy", lambda: oprt.copy(x, backend=backend)),
-                   ("vector_add", lambda: oprt.vector_add(x, x, backend=backend)),
-                   ("reduce_sum", lambda: oprt.reduce_sum(x, backend=backend)),
-                   ("softmax", lambda: oprt.softmax(x, backend=backend))):
+ran, missing, failed = [], [], []
+for name, description in DESCRIPTIONS.items():
+    # the first case of the description with every dim at least 2 long (else its first case)
+    case = next((c for c in description.cases if all(len(s) and min(s) > 1 for s in c.shapes)),
+                description.cases[0])
+    inputs = [torch.randn(shape, device=device) for shape in case.shapes]
     try:
-        call()
+        getattr(oprt, name)(*inputs, **case.params, backend=backend)
         if device == "cuda":
             torch.cuda.synchronize()
-        print(f"  {name}: runs")
+        ran.append(name)
+        print(f"  {name}: runs ({case.name})")
+    except BackendUnavailableError as error:
+        missing.append(name)
+        print(f"  {name}: no kernel on {backend}: {error.reason}")
     except Exception as error:
-        failed += 1
+        failed.append(name)
         print(f"  {name}: FAILS: {type(error).__name__}: {error}")
+print(f"backend {backend}: {len(ran)} ops run"
+      + (f"; FAIL: {' '.join(failed)}" if failed else "")
+      + (f"; no kernel: {' '.join(missing)}" if missing else ""))
 sys.exit(1 if failed else 0)
 PY
   fi
@@ -179,7 +192,7 @@ run_tests() {
   local t status=0
   t=$(now)
   # shellcheck disable=SC2086
-  "$py" -m pytest tests/ --backend "$backend" -q -rfE --tb=short -p no:cacheprovider -o junit_family=xunit1 \
+  "$py" -m pytest tests ops --backend "$backend" -q -rfE --tb=short -p no:cacheprovider -o junit_family=xunit1 \
     --junitxml="$out/junit.xml" ${OPRT_TEST_ARGS:-} >"$out/test.log" 2>&1 || status=$?
   tail -n 15 "$out/test.log"
   record test "$([[ $status == 0 ]] && echo ok || echo FAIL)" "$(since "$t")" \
@@ -190,7 +203,7 @@ run_cuda_tests() {
   local t status=0
   t=$(now)
   # shellcheck disable=SC2086
-  "$py" -m pytest tests/test_cuda_backends.py --backend "$backend" -rA --tb=short -p no:cacheprovider \
+  "$py" -m pytest tests/test_cuda_backends.py ops/*/nvidia --backend "$backend" -rA --tb=short -p no:cacheprovider \
     --durations=10 ${OPRT_TEST_ARGS:-} >"$out/cuda.log" 2>&1 || status=$?
   tail -n 25 "$out/cuda.log"
   local counts
@@ -201,7 +214,7 @@ run_cuda_tests() {
 run_sanitizer() {
   local t log=$out/sanitize.log results=() status_all=0 tool
   t=$(now)
-  local tests=${OPRT_SANITIZE_TESTS:-"tests/test_cuda_backends.py -k test_variant"}
+  local tests=${OPRT_SANITIZE_TESTS:-"ops/*/nvidia -k test_variant"}
   if ! command -v compute-sanitizer >/dev/null; then
     for candidate in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
       [[ -x $candidate ]] && export PATH=$(dirname "$candidate"):$PATH && break

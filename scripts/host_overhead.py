@@ -6,11 +6,11 @@
 Times N back-to-back calls (median of 7 rounds, after warm-up; synchronized
 before and after on CUDA) of, per op: ours out of place vs torch's
 functional call, ours op_(out, ...) vs torch's out= call, and ours prepared
-run(). Standalone on purpose (only the public API), so the same file
-measures an older checkout too:  git stash; python scripts/host_overhead.py.
---parts adds vector_add's out-of-place call beside its pieces; it reads
-torch's stream / device entry points from the package's internals.
-The targets of issue 3: op() <= 1.3x torch, prepared <= 1.0x torch out=.
+run(). It uses only the public API, so the same file measures any
+checkout of the package. --parts adds vector_add's out-of-place call beside
+its pieces; it reads torch's stream / device entry points from the
+package's internals. Targets: op() <= 1.3x torch, prepared <= 1.0x torch
+out=.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def print_parts(x, y, out, backend, calls: int, sync) -> None:
     signature key (built here in Python; fast_call.c builds the same tuple),
     the new output, torch's current stream and device, and the prepared
     launch (the C entry point alone)."""
-    from operator_runtime._internal.backends import CUDA_GET_DEVICE, CUDA_RAW_STREAM
+    from operator_runtime._internal.cuda import CUDA_GET_DEVICE, CUDA_RAW_STREAM
 
     index = x.device.index if x.device.type == "cuda" else None
     prepared = oprt.prepare_vector_add(out, x, y, backend=backend)

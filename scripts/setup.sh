@@ -9,7 +9,7 @@
 #                       does this). Default 0: the venv sees them, so a GPU
 #                       host keeps the torch its python already has.
 #   OPRT_TORCH          what to pip-install when torch is not importable
-#                       (default torch==2.13.0, the CPU build on this image)
+#                       (default torch==2.13.0, the CPU build)
 #   OPRT_PYTHON         interpreter that creates the venv (default python3)
 #   CMAKE_ARGS          read by scikit-build-core, e.g.
 #                       CMAKE_ARGS="-DCAMP_ENABLE_NVIDIA=OFF" scripts/setup.sh
@@ -38,7 +38,7 @@ if [[ ! -x $venv/bin/python ]]; then
   "$creator" -m venv "${venv_args[@]}" "$venv"
   if [[ ${OPRT_VENV_ISOLATED:-0} != 1 ]]; then
     # --system-site-packages exposes the base interpreter's packages only. When
-    # the creator is itself a venv (a GPU image keeping torch in e.g.
+    # the creator is itself a venv (a GPU host keeping torch in e.g.
     # /opt/torch/.venv), chain its site-packages too, after the new venv's own.
     parent_sites=$("$creator" -c 'import site, sys
 if sys.prefix != sys.base_prefix:

@@ -5,10 +5,10 @@
 #
 #   scripts/tilelang_gpu_check.sh OUTDIR
 #
-# Needs tilelang==0.1.15 importable (on the offline H200: install the wheels
-# staged by ../shared/gpu/stage-tilelang-wheels.sh into /tmp/site and export
-# PYTHONPATH=/tmp/site first). A TileLang cache folder .tlcache in the repo
-# root (filled here by `python -m operator_runtime._internal.tilelang_compile`)
+# Needs tilelang==0.1.15 importable (without network access: install its
+# wheels into a folder and put it on PYTHONPATH first). A TileLang cache
+# folder .tlcache in the repo root (filled by
+# `python -m operator_runtime._internal.tilelang_compile` on any machine)
 # is used when present, so the GPU does not wait for nvcc.
 # Settings: OPRT_SKIP_BUILD=1, OPRT_TEST_TIMEOUT (s, default 360),
 # OPRT_PYTEST_ARGS (default "-q -x"), OPRT_MEMORY_TIMEOUT, OPRT_BENCH_TIMEOUT, OPRT_BENCH_ARGS.
@@ -43,5 +43,6 @@ timeout "${OPRT_MEMORY_TIMEOUT:-300}" python3 -m pytest tests/test_tilelang_memo
   | tee "$out/memory.log" | tail -5
 echo "memory: $(( $(date +%s) - t )) s"
 # shellcheck disable=SC2086
-timeout "${OPRT_BENCH_TIMEOUT:-300}" python3 -m operator_runtime._internal.tilelang_bench ${OPRT_BENCH_ARGS:-} 2>&1 | tee "$out/bench.log"
+timeout "${OPRT_BENCH_TIMEOUT:-300}" python3 tests/run_ops.py --op all --backend tilelang --mode bench \
+  ${OPRT_BENCH_ARGS:-} 2>&1 | tee "$out/bench.log"
 exit "$status"

@@ -11,6 +11,9 @@ from typing import Callable
 import torch
 from hypothesis import strategies as st
 
+import operator_runtime
+from operator_runtime import BackendUnavailableError
+from operator_runtime.ops import DESCRIPTIONS
 from operator_runtime_testing import (ACCUMULATION_EPS, TOLERANCES, assert_bitwise_equal, assert_close,
                                       assert_outside_untouched, assert_untouched, fresh_like, make_generator,
                                       make_out, make_tensor, poison, reduction_tolerance, snapshot,
@@ -64,6 +67,57 @@ def check_normalized(actual, expected, inputs, params, msg, *, row_length):
     rtol, atol = TOLERANCES[actual.dtype]
     rtol += 4 * ACCUMULATION_EPS[actual.dtype] * math.sqrt(max(row_length, 1))
     assert_close(actual, expected, actual.dtype, rtol=rtol, atol=atol, msg=msg)
+
+
+def check_log_normalized(actual, expected, inputs, params, msg, *, row_length):
+    """log_softmax: out = x - max - log(sum), each term computed in float32
+    (float64) from values up to max|x|, the log of a sum of ~row_length terms:
+    an absolute error of a few eps of the largest term, growing with sqrt(n)."""
+    rtol, atol = TOLERANCES[actual.dtype]
+    finite = inputs[0].detach().to("cpu", torch.float64)
+    finite = finite[torch.isfinite(finite)]
+    scale = 1.0 + (float(finite.abs().max()) if finite.numel() else 0.0)
+    atol += 8 * ACCUMULATION_EPS[actual.dtype] * math.sqrt(max(row_length, 1)) * scale
+    assert_close(actual, expected, actual.dtype, rtol=rtol, atol=atol, msg=msg)
+
+
+def _row_length(inputs, params) -> int:
+    src = inputs[0]
+    return src.shape[params.get("dim", -1)] if src.dim() else 1
+
+
+# How each accuracy kind of a description is judged.
+CHECKS = {
+    "exact": check_exact,
+    "elementwise": check_elementwise,
+    "reduction": lambda actual, expected, inputs, params, msg: check_sum(
+        actual, expected, inputs, params, msg, reduced_count=inputs[0].numel() // max(actual.numel(), 1)),
+    "normalized": lambda actual, expected, inputs, params, msg: check_normalized(
+        actual, expected, inputs, params, msg, row_length=_row_length(inputs, params)),
+    "log": lambda actual, expected, inputs, params, msg: check_log_normalized(
+        actual, expected, inputs, params, msg, row_length=_row_length(inputs, params)),
+}
+
+
+def spec_for(name: str) -> OpSpec:
+    """The OpSpec of a discovered op, from its description."""
+    description = DESCRIPTIONS[name]
+    forms = [getattr(operator_runtime, f) for f in (name, f"{name}_", f"prepare_{name}")]
+    return OpSpec(name, *forms, lambda inputs, params: description.reference(*inputs, **params),
+                  CHECKS[description.accuracy])
+
+
+def skip_unless_available(name: str, backend: str, device) -> None:
+    """Skips the test when `backend` has no kernel for op `name`."""
+    import pytest
+
+    description = DESCRIPTIONS[name]
+    case = next((c for c in description.cases if all(len(s) for s in c.shapes)), description.cases[0])
+    inputs = [torch.ones(s, dtype=torch.float32, device=device) for s in case.shapes]
+    try:
+        getattr(operator_runtime, name)(*inputs, **case.params, backend=backend)
+    except BackendUnavailableError as error:
+        pytest.skip(f"{name} on {backend}: {error.reason}")
 
 
 # -- the three forms -------------------------------------------------------------

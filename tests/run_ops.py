@@ -25,7 +25,6 @@ but some requested op has no kernel on this backend.
 from __future__ import annotations
 
 import argparse
-import importlib
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
-if str(TESTS) not in sys.path:  # bench.* and cases.* live in tests/
+if str(TESTS) not in sys.path:  # the bench driver lives in tests/
     sys.path.insert(0, str(TESTS))
 try:
     import operator_runtime  # noqa: F401
@@ -50,7 +49,9 @@ from operator_runtime_testing.benchmark import (TimingConfig, cpu_busy_fraction,
 from operator_runtime_testing.performance import (BUSY_LIMIT, NOISY_SPREAD, PerformanceResult,  # noqa: E402
                                                   TableFormatter, dtype_name, speedup_summary, write_json)
 
-OPS = tuple(sorted(p.stem for p in (TESTS / "bench").glob("*.py") if not p.stem.startswith("_")))  # drivers
+from operator_runtime.ops import DESCRIPTIONS  # noqa: E402
+
+OPS = tuple(DESCRIPTIONS)
 BEST_ORDER = ("nvidia", "tilelang", "cpu")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 CPU_TARGET = (4 * 2**20, 1.5)  # CPU: contiguous cases of >= 4M elements within 1.5x of torch
@@ -124,12 +125,8 @@ def resolve_backend(name: str, ops=OPS) -> tuple[str, str]:
 def run_tests(ops, backend) -> int:
     failed = []
     for op in ops:
-        path = TESTS / "ops" / f"test_{op}.py"
-        if not path.is_file():
-            print(f"[test] {op}: FAILED ({path.relative_to(ROOT)} does not exist)", flush=True)
-            failed.append(op)
-            continue
-        cmd = [sys.executable, "-m", "pytest", str(path.relative_to(ROOT)), "--backend", backend, "-q"]
+        cmd = [sys.executable, "-m", "pytest", "tests/test_ops.py", f"ops/{op}", "--op", op, "--backend", backend,
+               "-q"]
         print(f"[test] {op}: {' '.join(cmd[1:])}", flush=True)
         rc = subprocess.call(cmd, cwd=ROOT)
         if rc != 0:
@@ -146,7 +143,9 @@ def run_tests(ops, backend) -> int:
 
 def select_cases(op, args, device_type):
     """(cases to run, number skipped as GPU-only)."""
-    cases = importlib.import_module(f"cases.{op}").benchmark_cases()
+    import bench as bench_pkg
+
+    cases = bench_pkg.benchmark_cases(op)
     if args.quick:
         cases = [c for c in cases if c.quick]
     if args.dtype:

@@ -1,6 +1,13 @@
-"""The C ABI called directly through ctypes with bad arguments: each call
-must return the documented non-zero status and leave a last-error message
-that names the function and the offending argument."""
+"""The C ABI of every discovered op, called directly through ctypes with bad
+arguments: each call must return the documented non-zero status and leave a
+last-error message that names the function and the offending argument.
+
+Each op's entry points are typed from the signature the library reports
+(oprt_<op>_signature_<backend>, generated from ops/<op>/<op>_api.h); a
+valid call's views and C params come from the op's description (its plan
+and c_params). Tests of a C parameter convention (an int32_t `dim`; a
+`dims` list with `num_dims`, and `keepdim`) run for every op whose
+signature has it. No op is named here."""
 
 from __future__ import annotations
 
@@ -11,8 +18,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from described_calls import OP_NAMES, default_params
+from harness import spec_for, upcast
+from operator_runtime import BackendUnavailableError
+from operator_runtime._internal.backends import COpFunctions, c_signature
 from operator_runtime._internal.library import TensorView, library
 from operator_runtime._internal.tensors import DTYPE_CODES
+from operator_runtime.ops import DESCRIPTIONS
 
 STATUS = {name: code for code, name in enumerate([
     "OPRT_STATUS_SUCCESS", "OPRT_STATUS_NULL_POINTER", "OPRT_STATUS_INVALID_ARGUMENT",
@@ -21,37 +33,27 @@ STATUS = {name: code for code, name in enumerate([
     "OPRT_STATUS_BACKEND_ERROR", "OPRT_STATUS_OUT_OF_MEMORY", "OPRT_STATUS_NOT_IMPLEMENTED",
     "OPRT_STATUS_INTERNAL_ERROR"])}
 F32, F16 = DTYPE_CODES[torch.float32], DTYPE_CODES[torch.float16]
-VIEW_P, PTR = ctypes.POINTER(TensorView), ctypes.c_void_p
-DIMS_P = ctypes.POINTER(ctypes.c_int32)
+PTR = ctypes.c_void_p
 
-# op -> (names of its input views, ctypes types of its create parameters)
-OPS = {
-    "copy": (("src",), ()),
-    "vector_add": (("a", "b"), ()),
-    "reduce_sum": (("src",), (DIMS_P, ctypes.c_int32, ctypes.c_int32)),
-    "softmax": (("src",), (ctypes.c_int32,)),
-}
-op_names = pytest.mark.parametrize("op", list(OPS))
+op_names = pytest.mark.parametrize("op", OP_NAMES)
 
 
-class Functions:
-    """The four entry points of one (op, backend), typed as in <op>_api.h."""
-
-    def __init__(self, op: str, backend: str):
-        inputs, params = OPS[op]
-        lib = library()
-        self.create = _bind(lib, f"oprt_create_{op}_descriptor_{backend}",
-                            [ctypes.POINTER(PTR), VIEW_P] + [VIEW_P] * len(inputs) + list(params))
-        self.workspace = _bind(lib, f"oprt_get_{op}_workspace_size_{backend}", [PTR, ctypes.POINTER(ctypes.c_size_t)])
-        self.execute = _bind(lib, f"oprt_execute_{op}_{backend}", [PTR, PTR, ctypes.c_size_t, PTR]
-                             + [PTR] * len(inputs) + [PTR])
-        self.destroy = _bind(lib, f"oprt_destroy_{op}_descriptor_{backend}", [PTR])
+def signature_of(op: str, backend: str):
+    """(input names, ((C type, name), ...)) of op on backend; skips the test
+    when this build has no such kernel."""
+    signature = c_signature(op, backend)
+    if signature is None:
+        pytest.skip(f"this build has no {op} kernel on {backend} (oprt_{op}_signature_{backend} is not exported)")
+    return signature
 
 
-def _bind(lib, name, argtypes):
-    function = getattr(lib, name)  # AttributeError: this build lacks the kernel
-    function.argtypes, function.restype = argtypes, ctypes.c_int
-    return function
+def functions(op: str, backend: str) -> COpFunctions:
+    """The four entry points of one (op, backend), typed from its signature."""
+    signature_of(op, backend)
+    try:
+        return COpFunctions(op, backend)
+    except BackendUnavailableError as error:
+        pytest.skip(error.reason)
 
 
 def view(shape, strides=None, dtype=F32, data=None, ndim=None) -> TensorView:
@@ -68,20 +70,27 @@ def view(shape, strides=None, dtype=F32, data=None, ndim=None) -> TensorView:
     return v
 
 
+def planned(op: str, shapes, params: dict | None = None):
+    """(out shape, input shapes after broadcasting, C params) of op on inputs
+    of `shapes`: params as given, else the description's defaults."""
+    description = DESCRIPTIONS[op]
+    inputs = [torch.empty(s, device="meta") for s in shapes]
+    values = default_params(description, inputs) if params is None else description.bound_params(params)
+    plan = description.plan(None, *inputs, *values)
+    return tuple(plan.out_shape), [tuple(t.shape) for t in plan.inputs], list(description.c_params(*plan.params))
+
+
 def valid_args(op: str, shape=(2, 3)):
-    """(out view, input views, params) of a valid call on `shape`."""
-    if op == "reduce_sum":
-        return view(shape[:-1]), [view(shape)], [(ctypes.c_int32 * 1)(len(shape) - 1), 1, 0]
-    if op == "softmax":
-        return view(shape), [view(shape)], [len(shape) - 1]
-    return view(shape), [view(shape) for _ in OPS[op][0]], []
+    """(out view, input views, C params) of a valid call with every input of `shape`."""
+    out_shape, input_shapes, c_params = planned(op, [shape] * len(DESCRIPTIONS[op].inputs))
+    return view(out_shape), [view(s) for s in input_shapes], c_params
 
 
-def create(functions, out, inputs, params):
+def create(fns, out, inputs, params):
     """(status, handle) of a create call; views may be None for NULL."""
     handle = PTR()
     refs = [None if v is None else ctypes.byref(v) for v in [out, *inputs]]
-    status = functions.create(ctypes.byref(handle), *refs, *params)
+    status = fns.create(ctypes.byref(handle), *refs, *params)
     return status, handle.value
 
 
@@ -101,7 +110,7 @@ def expect(status, name, *fragments):
 
 @pytest.fixture
 def fns(request, c_backend):
-    return Functions(request.getfixturevalue("op"), c_backend)
+    return functions(request.getfixturevalue("op"), c_backend)
 
 
 @pytest.fixture
@@ -113,8 +122,32 @@ def live(fns, request):
     assert fns.destroy(handle) == 0
 
 
-def _argument_names(op):
-    return ["out", *OPS[op][0]]
+def _argument_names(op, backend):
+    return ["out", *signature_of(op, backend)[0]]
+
+
+def _c_param_names(op, backend):
+    return [name for _, name in signature_of(op, backend)[1]]
+
+
+def _with(op, backend, c_params, **values):
+    """c_params with the named C parameters replaced."""
+    names = _c_param_names(op, backend)
+    c_params = list(c_params)
+    for name, value in values.items():
+        c_params[names.index(name)] = value
+    return c_params
+
+
+# -- the signature ------------------------------------------------------------------------
+
+@op_names
+def test_signature_matches_the_description(op, c_backend):
+    """The C header's argument list and the Python description agree: the
+    same inputs, in order, and as many C params as c_params gives."""
+    inputs, params = signature_of(op, c_backend)
+    assert inputs == tuple(DESCRIPTIONS[op].inputs)
+    assert len(valid_args(op)[2]) == len(params), (params, valid_args(op)[2])
 
 
 # -- create ---------------------------------------------------------------------------
@@ -127,18 +160,19 @@ def test_null_handle_pointer(op, fns):
 
 
 @op_names
-def test_null_views(op, fns):
-    for position, name in enumerate(_argument_names(op)):
-        views = [valid_args(op)[0], *valid_args(op)[1]]
+def test_null_views(op, fns, c_backend):
+    for position, name in enumerate(_argument_names(op, c_backend)):
+        out, inputs, params = valid_args(op)
+        views = [out, *inputs]
         views[position] = None
-        status, handle = create(fns, views[0], views[1:], valid_args(op)[2])
+        status, handle = create(fns, views[0], views[1:], params)
         expect(status, "OPRT_STATUS_NULL_POINTER", name)
         assert handle is None
 
 
-def _each_view_broken(op, fns, breaker, status_name, *fragments):
+def _each_view_broken(op, backend, fns, breaker, status_name, *fragments):
     """Breaks one view at a time (via breaker(view)) and expects the status."""
-    for position, name in enumerate(_argument_names(op)):
+    for position, name in enumerate(_argument_names(op, backend)):
         out, inputs, params = valid_args(op)
         views = [out, *inputs]
         breaker(views[position])
@@ -149,39 +183,40 @@ def _each_view_broken(op, fns, breaker, status_name, *fragments):
 
 @op_names
 @pytest.mark.parametrize("ndim", [-1, 9, 1000])
-def test_bad_ndim(op, fns, ndim):
-    _each_view_broken(op, fns, lambda v: setattr(v, "ndim", ndim), "OPRT_STATUS_BAD_SHAPE", "ndim")
+def test_bad_ndim(op, fns, c_backend, ndim):
+    _each_view_broken(op, c_backend, fns, lambda v: setattr(v, "ndim", ndim), "OPRT_STATUS_BAD_SHAPE", "ndim")
 
 
 @op_names
-def test_negative_size(op, fns):
+def test_negative_size(op, fns, c_backend):
     def breaker(v):
         v.ndim = max(v.ndim, 1)
         v.shape[0] = -2
-    _each_view_broken(op, fns, breaker, "OPRT_STATUS_BAD_SHAPE", "negative")
+    _each_view_broken(op, c_backend, fns, breaker, "OPRT_STATUS_BAD_SHAPE", "negative")
 
 
 @op_names
 @pytest.mark.parametrize("code", [99, -1, 4])
-def test_unknown_dtype_code(op, fns, code):
-    _each_view_broken(op, fns, lambda v: setattr(v, "dtype", code), "OPRT_STATUS_UNSUPPORTED_DTYPE", "dtype")
+def test_unknown_dtype_code(op, fns, c_backend, code):
+    _each_view_broken(op, c_backend, fns, lambda v: setattr(v, "dtype", code), "OPRT_STATUS_UNSUPPORTED_DTYPE",
+                      "dtype")
 
 
 @op_names
-def test_element_count_overflow(op, fns):
+def test_element_count_overflow(op, fns, c_backend):
     def breaker(v):
         v.ndim = 2
         v.shape[0] = v.shape[1] = 2 ** 40
         v.strides[0], v.strides[1] = 2 ** 40, 1
-    _each_view_broken(op, fns, breaker, "OPRT_STATUS_BAD_SHAPE", "overflow")
+    _each_view_broken(op, c_backend, fns, breaker, "OPRT_STATUS_BAD_SHAPE", "overflow")
 
 
 @op_names
-def test_byte_extent_overflow(op, fns):
+def test_byte_extent_overflow(op, fns, c_backend):
     def breaker(v):  # few elements, but far apart
         v.ndim = 1
         v.shape[0], v.strides[0] = 4, 2 ** 62
-    _each_view_broken(op, fns, breaker, "OPRT_STATUS_BAD_SHAPE", "overflow")
+    _each_view_broken(op, c_backend, fns, breaker, "OPRT_STATUS_BAD_SHAPE", "overflow")
 
 
 @op_names
@@ -202,69 +237,99 @@ def test_out_overlapping_itself(op, fns):
     assert handle is None
 
 
-@pytest.mark.parametrize("op", ["vector_add", "reduce_sum", "softmax"])
-def test_dtype_mismatch(op, fns):
+def _python_accepts_mixed_dtypes(op) -> bool:
+    """Whether the Python plan takes a float32 out with the last input float16
+    (an op whose out may take any dtype converts; the others refuse)."""
+    description = DESCRIPTIONS[op]
+    shapes = [(2, 3)] * len(description.inputs)
+    inputs = [torch.empty(s, device="meta") for s in shapes]
+    inputs[-1] = inputs[-1].half()
+    out = torch.empty(planned(op, shapes)[0], device="meta")
+    try:
+        plan = description.plan(out, *inputs, *default_params(description, inputs))
+    except TypeError:
+        return False
+    return plan.out_dtype is None or plan.out_dtype == out.dtype
+
+
+@op_names
+def test_mixed_dtypes_as_the_python_plan_says(op, fns):
+    """The last input in float16, out in float32: C refuses exactly where the
+    Python plan does (UNSUPPORTED_DTYPE), and converts where it converts."""
     out, inputs, params = valid_args(op)
     inputs[-1].dtype = F16
     status, handle = create(fns, out, inputs, params)
-    expect(status, "OPRT_STATUS_UNSUPPORTED_DTYPE", "dtype")
+    if _python_accepts_mixed_dtypes(op):
+        assert status == 0, last_error()
+        assert fns.destroy(handle) == 0
+    else:
+        expect(status, "OPRT_STATUS_UNSUPPORTED_DTYPE", "dtype")
+        assert handle is None
 
 
-@pytest.mark.parametrize("op", ["copy"])
-def test_copy_converts_between_dtypes(op, fns):
-    out, inputs, params = valid_args(op)
-    inputs[0].dtype = F16
-    status, handle = create(fns, out, inputs, params)
-    assert status == 0, last_error()
-    assert fns.destroy(handle) == 0
+# -- C parameter conventions (run for every op whose signature has them) ----------------------
+
+def _require_params(op, backend, *wanted):
+    names = _c_param_names(op, backend)
+    if not all(w in names for w in wanted):
+        pytest.skip(f"{op}'s C signature has no {', '.join(wanted)} ({', '.join(names) or 'no params'})")
 
 
-@pytest.mark.parametrize("op", ["reduce_sum"])
-@pytest.mark.parametrize("dims,status_name", [([2], "OPRT_STATUS_INVALID_ARGUMENT"),
-                                              ([-3], "OPRT_STATUS_INVALID_ARGUMENT"),
-                                              ([1, -1], "OPRT_STATUS_INVALID_ARGUMENT")])
-def test_reduce_sum_bad_dims(op, fns, dims, status_name):
-    out, inputs, _ = valid_args(op)
-    status, _ = create(fns, out, inputs, [(ctypes.c_int32 * len(dims))(*dims), len(dims), 0])
-    expect(status, status_name, "dim")
-
-
-@pytest.mark.parametrize("op", ["reduce_sum"])
-def test_reduce_sum_dims_pointer_and_count(op, fns):
-    out, inputs, _ = valid_args(op)
-    status, _ = create(fns, out, inputs, [None, 1, 0])
-    expect(status, "OPRT_STATUS_NULL_POINTER", "dims")
-    status, _ = create(fns, out, inputs, [(ctypes.c_int32 * 1)(1), -1, 0])
-    expect(status, "OPRT_STATUS_INVALID_ARGUMENT")
-    status, _ = create(fns, out, inputs, [(ctypes.c_int32 * 9)(*range(9)), 9, 0])
-    assert status != 0, "9 dims of a 2-d tensor must be refused"
-    # keepdim=1 wants an out of shape (2, 1)
-    status, _ = create(fns, out, inputs, [(ctypes.c_int32 * 1)(1), 1, 1])
-    expect(status, "OPRT_STATUS_BAD_SHAPE", "out")
-
-
-@pytest.mark.parametrize("op", ["reduce_sum"])
-def test_reduce_sum_no_dims_is_identity(op, fns):
-    """num_dims == 0 reduces nothing (dims may then be NULL)."""
-    status, handle = create(fns, view((2, 3)), [view((2, 3))], [None, 0, 0])
-    assert status == 0, last_error()
-    assert fns.destroy(handle) == 0
-
-
-@pytest.mark.parametrize("op", ["softmax"])
+@op_names
 @pytest.mark.parametrize("dim", [2, -3, 100])
-def test_softmax_dim_out_of_range(op, fns, dim):
-    out, inputs, _ = valid_args(op)
-    status, _ = create(fns, out, inputs, [dim])
+def test_int_dim_out_of_range(op, fns, c_backend, dim):
+    """A `dim` outside -ndim..ndim-1 (here of a 2-d tensor) is refused."""
+    _require_params(op, c_backend, "dim")
+    out, inputs, params = valid_args(op)
+    status, _ = create(fns, out, inputs, _with(op, c_backend, params, dim=dim))
     expect(status, "OPRT_STATUS_INVALID_ARGUMENT", "dim")
+
+
+def _dims(values):
+    return (ctypes.c_int32 * max(len(values), 1))(*values)
+
+
+@op_names
+@pytest.mark.parametrize("dims", [[2], [-3], [1, -1]], ids=["too_large", "too_negative", "repeated"])
+def test_dims_out_of_range_or_repeated(op, fns, c_backend, dims):
+    _require_params(op, c_backend, "dims", "num_dims")
+    out, inputs, params = valid_args(op)
+    status, _ = create(fns, out, inputs, _with(op, c_backend, params, dims=_dims(dims), num_dims=len(dims)))
+    expect(status, "OPRT_STATUS_INVALID_ARGUMENT", "dim")
+
+
+@op_names
+def test_dims_pointer_and_count(op, fns, c_backend):
+    _require_params(op, c_backend, "dims", "num_dims")
+    out, inputs, params = valid_args(op)
+    status, _ = create(fns, out, inputs, _with(op, c_backend, params, dims=None, num_dims=1))
+    expect(status, "OPRT_STATUS_NULL_POINTER", "dims")
+    status, _ = create(fns, out, inputs, _with(op, c_backend, params, num_dims=-1))
+    expect(status, "OPRT_STATUS_INVALID_ARGUMENT")
+    status, _ = create(fns, out, inputs, _with(op, c_backend, params, dims=_dims(range(9)), num_dims=9))
+    assert status != 0, "9 dims of a 2-d tensor must be refused"
+    if "keepdim" in _c_param_names(op, c_backend):
+        # keepdim=1 wants an out that keeps the reduced dim (size 1)
+        status, _ = create(fns, out, inputs, _with(op, c_backend, params, keepdim=1))
+        expect(status, "OPRT_STATUS_BAD_SHAPE", "out")
+
+
+@op_names
+def test_no_dims_is_identity(op, fns, c_backend):
+    """num_dims == 0 reduces nothing (dims may then be NULL): out is shaped like src."""
+    _require_params(op, c_backend, "dims", "num_dims")
+    out, inputs, params = valid_args(op)
+    status, handle = create(fns, view((2, 3)), inputs, _with(op, c_backend, params, dims=None, num_dims=0))
+    assert status == 0, last_error()
+    assert fns.destroy(handle) == 0
 
 
 # -- workspace / execute / destroy -------------------------------------------------------
 
 def _tensors_for(op, device, shape=(2, 3)):
     """Real tensors (out, inputs) matching valid_args(op, shape)."""
-    out_shape = shape[:-1] if op == "reduce_sum" else shape
-    inputs = [torch.randn(shape, device=device) for _ in OPS[op][0]]
+    out_shape, _, _ = planned(op, [shape] * len(DESCRIPTIONS[op].inputs))
+    inputs = [torch.randn(shape, device=device) for _ in DESCRIPTIONS[op].inputs]
     return torch.full(out_shape, float("nan"), device=device), inputs
 
 
@@ -291,15 +356,18 @@ def test_null_workspace_size_pointer(op, fns, live):
 def test_descriptor_of_another_op(op, fns, c_backend):
     """A descriptor of one op handed to another op's functions is refused,
     never misread."""
-    other = "softmax" if op == "copy" else "copy"
-    other_fns = Functions(other, c_backend)
+    others = [o for o in OP_NAMES if o != op and c_signature(o, c_backend) is not None]
+    if not others:
+        pytest.skip(f"no other op is built for {c_backend}")
+    other = others[0]
+    other_fns = functions(other, c_backend)
     status, handle = create(other_fns, *valid_args(other))
     assert status == 0, last_error()
     try:
         size = ctypes.c_size_t(0)
         expect(fns.workspace(handle, ctypes.byref(size)), "OPRT_STATUS_INVALID_DESCRIPTOR", op)
         dummy = ctypes.c_float()
-        pointers = [ctypes.addressof(dummy)] * (1 + len(OPS[op][0]))
+        pointers = [ctypes.addressof(dummy)] * (1 + len(DESCRIPTIONS[op].inputs))
         expect(fns.execute(handle, None, 0, *pointers, None), "OPRT_STATUS_INVALID_DESCRIPTOR", op)
         expect(fns.destroy(handle), "OPRT_STATUS_INVALID_DESCRIPTOR", op)
     finally:
@@ -307,10 +375,10 @@ def test_descriptor_of_another_op(op, fns, c_backend):
 
 
 @op_names
-def test_null_data_pointers(op, fns, live, device):
+def test_null_data_pointers(op, fns, live, device, c_backend):
     out, inputs = _tensors_for(op, device)
     workspace = _workspace(fns, live, device)
-    for position, name in enumerate(_argument_names(op)):
+    for position, name in enumerate(_argument_names(op, c_backend)):
         tensors = [out, *inputs]
         tensors[position] = None
         status = _execute(fns, live, tensors[0], tensors[1:], *workspace)
@@ -335,6 +403,10 @@ def test_execute_round_trip(op, fns, live, device):
     out, inputs = _tensors_for(op, device)
     assert _execute(fns, live, out, inputs, *_workspace(fns, live, device)) == 0, last_error()
     assert not torch.isnan(out.cpu()).any()
+    description = DESCRIPTIONS[op]
+    params = dict(zip(description.param_names, default_params(description, inputs)))
+    expected = spec_for(op).reference(upcast(inputs), params)
+    spec_for(op).check(out, expected.expand(out.shape), inputs, params, f"{op} through the C ABI")
 
 
 @op_names
@@ -343,69 +415,90 @@ def test_empty_tensors_accept_null_data(op, fns, device):
     status, handle = create(fns, *valid_args(op, shape=(0, 3)))
     assert status == 0, last_error()
     try:
-        out, inputs = [None], [None] * len(OPS[op][0])
-        assert _execute(fns, handle, out[0], inputs, *_workspace(fns, handle, device)) == 0, last_error()
+        out, inputs = None, [None] * len(DESCRIPTIONS[op].inputs)
+        assert _execute(fns, handle, out, inputs, *_workspace(fns, handle, device)) == 0, last_error()
     finally:
         assert fns.destroy(handle) == 0
 
 
-@pytest.mark.parametrize("op", ["reduce_sum"])
-def test_reduce_sum_over_empty_dim_writes_zeros(op, fns, device):
-    """src has no elements (NULL is allowed) but out has 3, all zero."""
-    status, handle = create(fns, *valid_args(op, shape=(3, 0)))
+def _empty_input_cases():
+    """(op, case) of every case whose inputs are empty but whose out is not."""
+    found = []
+    for name, description in DESCRIPTIONS.items():
+        for case in description.cases:
+            if case.out_shape is not None or any(torch.Size(s).numel() for s in case.shapes):
+                continue
+            try:
+                out_shape, _, _ = planned(name, case.shapes, case.params)
+            except (TypeError, ValueError):
+                continue
+            if torch.Size(out_shape).numel():
+                found.append(pytest.param(name, case, id=f"{name}-{case.name}"))
+    return found
+
+
+@pytest.mark.parametrize(("op", "case"), _empty_input_cases())
+def test_empty_inputs_give_the_reference_out(op, case, fns, device):
+    """Inputs without elements (NULL data is allowed) but an out with some
+    (e.g. a sum over an empty dim): out gets the reference (e.g. zeros)."""
+    out_shape, input_shapes, c_params = planned(op, case.shapes, case.params)
+    status, handle = create(fns, view(out_shape), [view(s) for s in input_shapes], c_params)
     assert status == 0, last_error()
-    out = torch.full((3,), float("nan"), device=device)
+    out = torch.full(out_shape, float("nan"), device=device)
     try:
-        assert _execute(fns, handle, out, [None], *_workspace(fns, handle, device)) == 0, last_error()
+        assert _execute(fns, handle, out, [None] * len(input_shapes), *_workspace(fns, handle, device)) == 0, \
+            last_error()
     finally:
         assert fns.destroy(handle) == 0
-    assert torch.equal(out.cpu(), torch.zeros(3))
+    inputs = [torch.empty(s) for s in case.shapes]
+    expected = spec_for(op).reference(upcast(inputs), case.params)
+    spec_for(op).check(out, expected, inputs, case.params, f"{op} {case.name} through the C ABI")
 
 
-# Shapes large enough that a backend might want scratch memory; create
-# only reads the views' metadata, so nothing of this size is allocated here.
-WORKSPACE_CANDIDATES = [
-    ("reduce_sum", (1, 1 << 22), [1]), ("reduce_sum", (1 << 22,), [0]), ("reduce_sum", (2048, 2048), [0, 1]),
-    ("reduce_sum", (1 << 20, 4), [0]), ("reduce_sum", (4, 1 << 20), [1]), ("reduce_sum", (64, 64, 1024), [0, 2]),
-    ("softmax", (1, 1 << 22), [1]), ("softmax", (1 << 20, 4), [0]), ("softmax", (2048, 2048), [0]),
-]
-
-
-def _candidate_args(op, shape, dims):
-    if op == "reduce_sum":
-        out_shape = [s for d, s in enumerate(shape) if d not in dims]
-        return view(out_shape), [view(shape)], [(ctypes.c_int32 * len(dims))(*dims), len(dims), 0]
-    return view(shape), [view(shape)], [dims[0]]
+def _workspace_candidates():
+    """(op, out shape, input shapes, C params) of every benchmark shape,
+    smallest first: shapes large enough that a backend might want scratch
+    memory. create only reads the views' metadata, so nothing of these sizes
+    is allocated until one asks for a workspace."""
+    found = []
+    for name, description in DESCRIPTIONS.items():
+        for bench in description.benchmarks:
+            try:
+                out_shape, input_shapes, c_params = planned(name, bench.shapes, bench.params)
+            except (TypeError, ValueError):
+                continue
+            found.append((sum(torch.Size(s).numel() for s in bench.shapes), name, out_shape, input_shapes, c_params))
+    return [c[1:] for c in sorted(found, key=lambda c: c[0])]
 
 
 def test_insufficient_workspace(c_backend, device):
-    found = []
-    for op, shape, dims in WORKSPACE_CANDIDATES:
-        fns = Functions(op, c_backend)
-        status, handle = create(fns, *_candidate_args(op, shape, dims))
+    tried = []
+    for op, out_shape, input_shapes, c_params in _workspace_candidates():
+        if c_signature(op, c_backend) is None:
+            continue
+        fns = COpFunctions(op, c_backend)
+        status, handle = create(fns, view(out_shape), [view(s) for s in input_shapes], c_params)
         assert status == 0, last_error()
         size = ctypes.c_size_t()
         assert fns.workspace(handle, ctypes.byref(size)) == 0
+        tried.append(f"{op}{tuple(input_shapes[0])}")
         if size.value == 0:
             assert fns.destroy(handle) == 0
             continue
-        found.append((op, shape, dims, size.value))
-        out_shape = [s for d, s in enumerate(shape) if d not in dims] if op == "reduce_sum" else shape
-        out, src = torch.zeros(out_shape, device=device), torch.ones(shape, device=device)
+        out = torch.zeros(out_shape, device=device)
+        inputs = [torch.ones(s, device=device) for s in input_shapes]
         scratch = torch.empty(size.value, dtype=torch.uint8, device=device)
         try:
-            expect(_execute(fns, handle, out, [src], None, size.value), "OPRT_STATUS_INSUFFICIENT_WORKSPACE",
+            expect(_execute(fns, handle, out, inputs, None, size.value), "OPRT_STATUS_INSUFFICIENT_WORKSPACE",
                    "workspace")
-            expect(_execute(fns, handle, out, [src], scratch.data_ptr(), size.value - 1),
+            expect(_execute(fns, handle, out, inputs, scratch.data_ptr(), size.value - 1),
                    "OPRT_STATUS_INSUFFICIENT_WORKSPACE", "workspace")
             assert torch.equal(out.cpu(), torch.zeros(out_shape)), "a refused execute must not write out"
-            assert _execute(fns, handle, out, [src], scratch.data_ptr(), size.value) == 0, last_error()
+            assert _execute(fns, handle, out, inputs, scratch.data_ptr(), size.value) == 0, last_error()
         finally:
             assert fns.destroy(handle) == 0
-        break  # one case is enough; the check is shared by every descriptor
-    if not found:
-        pytest.skip(f"no candidate reports workspace_size > 0 on {c_backend}: "
-                    + ", ".join(f"{op}{shape} dims {dims}" for op, shape, dims in WORKSPACE_CANDIDATES))
+        return  # one case is enough; the check is shared by every descriptor
+    pytest.skip(f"no benchmark shape reports workspace_size > 0 on {c_backend}: " + ", ".join(tried))
 
 
 # -- backend-neutral functions ------------------------------------------------------------
@@ -437,12 +530,15 @@ def test_probe(c_backend):
     assert probe() == 0, last_error()
 
 
-def test_last_error_is_per_failure(c_backend):
+@op_names
+def test_last_error_is_per_failure(op, fns, c_backend):
     """Each failure replaces the message: it always describes the latest call."""
-    fns = Functions("softmax", c_backend)
-    out, inputs, _ = valid_args("softmax")
-    create(fns, out, inputs, [7])
+    name = _argument_names(op, c_backend)[1]
+    out, inputs, params = valid_args(op)
+    inputs[0].shape[0] = -2
+    create(fns, out, inputs, params)
     first = last_error()
-    create(fns, None, inputs, [1])
+    out, inputs, params = valid_args(op)
+    create(fns, None, inputs, params)
     second = last_error()
-    assert first != second and "dim" in first and "out" in second
+    assert first != second and name in first and "negative" in first and "out" in second

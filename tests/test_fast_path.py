@@ -1,10 +1,12 @@
-"""The per-call fast path of op(...) and op_(out, ...): a repeated call with
-the same signature skips validation and planning. It must give the slow
-path's results, notice every signature change, keep refusing bad calls
-(partial overlap depends on data pointers, not on the signature), survive
-a destroyed descriptor or a cleared cache, stay bounded, and reuse the
-workspace buffer only where that is safe. Every test runs twice: with the
-compiled fast path (fast_call.c) and with the same steps in Python."""
+"""The per-call fast path of op(...) and op_(out, ...), for every discovered
+op: a repeated call with the same signature skips validation and planning.
+It must give the slow path's results, notice every signature change, keep
+refusing bad calls (partial overlap depends on data pointers, not on the
+signature), survive a destroyed descriptor or a cleared cache, stay
+bounded, and reuse the workspace buffer only where that is safe. Every test
+runs twice: with the compiled fast path (fast_call.c) and with the same
+steps in Python. Calls, params and references come from each op's
+description; no op is named here."""
 
 from __future__ import annotations
 
@@ -14,10 +16,13 @@ import threading
 import pytest
 import torch
 
-import operator_runtime as oprt
+from described_calls import OP_NAMES, Call, batched, forms, make_call, operator, planned_out_shape, small_call
+from harness import skip_unless_available
+from operator_runtime import BackendUnavailableError
 from operator_runtime._internal import operator as engine
 from operator_runtime._internal.operator import DESCRIPTOR_CACHE, WORKSPACES
-from operator_runtime_testing import assert_bitwise_equal, assert_close, assert_untouched, snapshot
+from operator_runtime.ops import DESCRIPTIONS
+from operator_runtime_testing import assert_bitwise_equal, assert_untouched, make_generator, snapshot
 
 
 @pytest.fixture
@@ -34,35 +39,6 @@ def resolves(monkeypatch):
     return count
 
 
-def _randn(shape, device, dtype=torch.float32, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=gen).to(dtype).to(device)
-
-
-# op name -> (out-of-place call, out-variant call, out shape from inputs, inputs builder)
-CALLS = {
-    "copy": (lambda x: oprt.copy(x[0], backend=BACKEND[0]),
-             lambda out, x: oprt.copy_(out, x[0], backend=BACKEND[0]),
-             lambda x: x[0].shape, lambda d, s: [_randn((6, 7), d, seed=s)]),
-    "vector_add": (lambda x: oprt.vector_add(x[0], x[1], backend=BACKEND[0]),
-                   lambda out, x: oprt.vector_add_(out, x[0], x[1], backend=BACKEND[0]),
-                   lambda x: x[0].shape, lambda d, s: [_randn((6, 7), d, seed=s), _randn((7,), d, seed=s + 1)]),
-    "reduce_sum": (lambda x: oprt.reduce_sum(x[0], 1, backend=BACKEND[0]),
-                   lambda out, x: oprt.reduce_sum_(out, x[0], 1, backend=BACKEND[0]),
-                   lambda x: x[0].shape[:1], lambda d, s: [_randn((6, 7), d, seed=s)]),
-    "softmax": (lambda x: oprt.softmax(x[0], -1, backend=BACKEND[0]),
-                lambda out, x: oprt.softmax_(out, x[0], -1, backend=BACKEND[0]),
-                lambda x: x[0].shape, lambda d, s: [_randn((6, 7), d, seed=s)]),
-}
-REFERENCES = {
-    "copy": lambda x: x[0],
-    "vector_add": lambda x: x[0] + x[1],
-    "reduce_sum": lambda x: x[0].sum(1),
-    "softmax": lambda x: torch.softmax(x[0], -1),
-}
-BACKEND = [None]  # set per test by the `named` fixture
-
-
 @pytest.fixture(autouse=True, params=["native", "python"])
 def engine_path(request, monkeypatch):
     """The fast path in C (fast_call.c) or in Python (OPRT_FAST_CALL=0's)."""
@@ -77,78 +53,110 @@ def engine_path(request, monkeypatch):
 
 
 @pytest.fixture
-def named(backend):
-    BACKEND[0] = backend
-    yield backend
-    BACKEND[0] = None
+def named(request, backend, device):
+    """The backend, once the op under test (if any) is known to run on it."""
+    if "op" in request.fixturenames:
+        skip_unless_available(request.getfixturevalue("op"), backend, device)
+    return backend
 
 
-op_names = pytest.mark.parametrize("op", list(CALLS))
+def _call(op, device, seed, dtype=torch.float32) -> Call:
+    """The op's small case, contiguous, with data from `seed`."""
+    return small_call(op, device, make_generator(seed), dtype, contiguous=True)
+
+
+def _reversed_layout(t: torch.Tensor) -> torch.Tensor:
+    """The same values with the dims stored in reverse order (other strides)."""
+    if t.dim() < 2:
+        return t
+    reverse = tuple(reversed(range(t.dim())))
+    return t.permute(reverse).contiguous().permute(reverse)
+
+
+op_names = pytest.mark.parametrize("op", OP_NAMES)
+ops_with_params = pytest.mark.parametrize("op", [n for n, d in DESCRIPTIONS.items() if d.params])
 
 
 @op_names
 def test_fast_path_is_taken_and_matches_slow_path(op, named, device, resolves):
-    call, call_, out_shape, make = CALLS[op]
-    inputs = make(device, 1)
+    call = _call(op, device, 1)
     DESCRIPTOR_CACHE.clear()
-    slow = call(inputs)
-    slow_out = torch.full(tuple(out_shape(inputs)), float("nan"), device=device)
-    call_(slow_out, inputs)
+    slow = call.op(named)
+    slow_out = torch.full(call.out.shape, float("nan"), device=device)
+    call.op_(slow_out, named)
     assert resolves["n"] == 2
     for seed in range(2, 5):  # new data, same signature: no resolution, same bits as a fresh slow call
-        new_inputs = make(device, seed)
+        new = _call(op, device, seed)
         count = resolves["n"]
-        fast = call(new_inputs)
-        fast_out = torch.full(tuple(out_shape(new_inputs)), float("nan"), device=device)
-        assert call_(fast_out, new_inputs) is fast_out
+        fast = new.op(named)
+        fast_out = torch.full(new.out.shape, float("nan"), device=device)
+        assert new.op_(fast_out, named) is fast_out
         assert resolves["n"] == count, "a repeated signature went through the slow path"
         DESCRIPTOR_CACHE.clear()
-        reference = call(new_inputs)
+        reference = new.op(named)
         assert resolves["n"] == count + 1
-        call_(torch.empty_like(fast_out), new_inputs)  # records the out-variant's signature again
+        new.op_(torch.empty_like(fast_out), named)  # records the out-variant's signature again
         assert_bitwise_equal(fast, reference, f"{op}: fast out-of-place vs slow")
         assert_bitwise_equal(fast_out, reference, f"{op}: fast out-variant vs slow")
         assert fast.is_contiguous() and fast.shape == reference.shape and fast.dtype == reference.dtype
         assert fast.stride() == reference.stride()
-        assert_close(fast, REFERENCES[op]([t.double().cpu() for t in new_inputs]), torch.float32, msg=op)
+        new.check(fast, msg=f"{op} on the fast path")
     assert slow.shape == slow_out.shape
 
 
 @op_names
-def test_strides_dtype_and_params_change_the_signature(op, named, device, resolves):
-    call, call_, out_shape, make = CALLS[op]
-    inputs = make(device, 7)
+def test_strides_dtype_and_out_change_the_signature(op, named, device, resolves):
+    call = _call(op, device, 7)
     DESCRIPTOR_CACHE.clear()
-    call(inputs)
-    call(inputs)
+    call.op(named)
+    call.op(named)
     before = resolves["n"]
-    # a transposed-then-transposed-back copy: same values, other strides
-    strided = [t.t().contiguous().t() if t.dim() == 2 else t for t in inputs]
-    assert any(s.stride() != t.stride() for s, t in zip(strided, inputs))
-    result = call(strided)
+    # the dims stored in reverse order: same values, other strides
+    strided = [_reversed_layout(t) for t in call.inputs]
+    assert any(s.stride() != t.stride() for s, t in zip(strided, call.inputs))
+    result = call.op(named, strided)
     assert resolves["n"] == before + 1
-    assert_close(result, REFERENCES[op]([t.double().cpu() for t in inputs]), torch.float32, msg=f"{op} strided")
-    halves = [t.half() for t in inputs]
-    result = call(halves)
+    call.check(result, strided, f"{op} strided")
+    halves = [t.half() for t in call.inputs]
+    result = call.op(named, halves)
     assert resolves["n"] == before + 2 and result.dtype == torch.float16
-    assert_close(result, REFERENCES[op]([t.double().cpu() for t in halves]), torch.float16, msg=f"{op} half")
-    # out of another dtype (copy converts) or another layout: a new signature
-    out = torch.empty(tuple(out_shape(inputs)), device=device)
-    call_(out, inputs)
-    call_(out, inputs)
+    call.check(result, halves, f"{op} half")
+    # an out of another layout: a new signature
+    out = torch.empty(call.out.shape, device=device)
+    call.op_(out, named)
+    call.op_(out, named)
     assert resolves["n"] == before + 3
-    if out.dim() == 2:
-        out_t = torch.empty(tuple(out_shape(inputs))[::-1], device=device).t()
-        call_(out_t, inputs)
+    if out.dim() >= 2:
+        out_t = _reversed_layout(torch.empty(call.out.shape, device=device))
+        call.op_(out_t, named)
         assert resolves["n"] == before + 4
-        assert_close(out_t, REFERENCES[op]([t.double().cpu() for t in inputs]), torch.float32, msg=f"{op} out.t()")
+        call.check(out_t, msg=f"{op} into an out of reversed dims")
 
 
-def test_softmax_dim_spellings(named, device):
-    x = _randn((5, 6), device)
-    for dim in (1, -1, 1, -1, 0, -2, 0):
-        assert_close(oprt.softmax(x, dim, backend=named), torch.softmax(x.double().cpu(), dim), torch.float32,
-                     msg=f"dim={dim}")
+def _spellings(op, inputs) -> list[dict]:
+    """Every distinct params of the op's cases that plan on `inputs`."""
+    description = DESCRIPTIONS[op]
+    found = []
+    for case in description.cases:
+        try:
+            description.plan(None, *inputs, *description.bound_params(case.params))
+        except (TypeError, ValueError):
+            continue
+        if case.params not in found:
+            found.append(dict(case.params))
+    return found
+
+
+@ops_with_params
+def test_param_spellings_on_a_repeated_signature(op, named, device):
+    """Params that name the same thing differently (dim 1 and -1, tuples,
+    defaults), alternated: each call gives its own result."""
+    call = _call(op, device, 0)
+    spellings = _spellings(op, call.inputs)
+    assert len(spellings) > 1
+    for params in spellings + spellings[::-1] + spellings:
+        spelled = Call(op, call.inputs, params, call.out)
+        spelled.check(spelled.op(named), msg=f"{op} {params}")
 
 
 @op_names
@@ -156,12 +164,11 @@ def test_partial_overlap_refused_on_a_repeated_signature(op, named, device):
     """A first call records the signature with disjoint tensors; a second
     call with the same signature whose out partially overlaps an input must
     still be refused, and leave everything untouched."""
-    call, call_, out_shape, make = CALLS[op]
-    inputs = make(device, 3)
-    shape = tuple(out_shape(inputs))
+    call = _call(op, device, 3)
+    inputs, shape = call.inputs, tuple(call.out.shape)
     numel = torch.Size(shape).numel()
-    call_(torch.empty(shape, device=device), inputs)
-    call_(torch.empty(shape, device=device), inputs)
+    call.op_(torch.empty(shape, device=device), named)
+    call.op_(torch.empty(shape, device=device), named)
     # out and input 0 in one storage, out shifted by one element
     base = torch.zeros(inputs[0].numel() + numel + 1, device=device)
     aliased_input = base[:inputs[0].numel()].view(inputs[0].shape).copy_(inputs[0])
@@ -171,154 +178,236 @@ def test_partial_overlap_refused_on_a_repeated_signature(op, named, device):
     before = snapshot(base)
     for _ in range(2):
         with pytest.raises(ValueError, match="partially overlaps"):
-            call_(aliased_out, aliased)
+            call.op_(aliased_out, named, aliased)
         assert_untouched(base, before)
 
 
-@pytest.mark.parametrize("op", ["copy", "vector_add", "softmax"])
+@pytest.mark.parametrize("op", [n for n, d in DESCRIPTIONS.items() if d.in_place])
 def test_in_place_stays_allowed(op, named, device):
-    call, call_, _, make = CALLS[op]
     for seed in range(3):
-        inputs = make(device, seed)
-        expected = REFERENCES[op]([t.double().cpu() for t in inputs])
-        assert call_(inputs[0], inputs) is inputs[0]
-        assert_close(inputs[0], expected, torch.float32, msg=f"{op} in place, call {seed}")
+        call = _call(op, device, seed)
+        if call.inputs[0].shape != call.out.shape:
+            pytest.skip(f"{op}: input 0 of the small case is not shaped like out")
+        before = [t.clone() for t in call.inputs]
+        assert call.op_(call.inputs[0], named) is call.inputs[0]
+        call.check(call.inputs[0], before, f"{op} in place, call {seed}")
 
 
-def test_self_overlapping_out_refused_on_a_repeated_signature(named, device):
-    x = _randn((4, 5), device)
-    out = torch.empty(4, 5, device=device)
-    oprt.copy_(out, x, backend=named)
-    expanded = torch.empty(1, 5, device=device).expand(4, 5)
+@op_names
+def test_self_overlapping_out_refused_on_a_repeated_signature(op, named, device):
+    call = _call(op, device, 0)
+    shape = tuple(call.out.shape)
+    assert shape and shape[0] > 1
+    call.op_(torch.empty(shape, device=device), named)
+    expanded = torch.empty((1,) + shape[1:], device=device).expand(shape)
     for _ in range(2):
         with pytest.raises(ValueError, match="overlaps itself"):
-            oprt.copy_(expanded, x, backend=named)
+            call.op_(expanded, named)
 
 
-@pytest.mark.parametrize("bad", [True, 1.0, (1.0,), (True,)])
-def test_params_equal_in_value_but_not_in_type_are_refused(bad, named, device):
-    """1 == True == 1.0 hash alike: the signature carries the params' types."""
-    x = _randn((4, 5), device)
-    for good in (1, (1,), 1, (1,)):
-        oprt.reduce_sum(x, good, backend=named)
-    with pytest.raises(TypeError):
-        oprt.reduce_sum(x, bad, backend=named)
-    with pytest.raises(TypeError):
-        oprt.reduce_sum(x, bad, backend=named)
-    if not isinstance(bad, tuple):
-        oprt.softmax(x, 1, backend=named)
-        oprt.softmax(x, 1, backend=named)
-        with pytest.raises(TypeError):
-            oprt.softmax(x, bad, backend=named)
+def _twins(value) -> list:
+    """Values equal to `value` (so hashing alike) but of another type."""
+    if isinstance(value, bool):
+        return [int(value), float(value)]
+    if isinstance(value, int):
+        return [float(value)] + ([bool(value)] if value in (0, 1) else [])
+    if isinstance(value, tuple):
+        return [value[:k] + (twin,) + value[k + 1:] for k, item in enumerate(value) for twin in _twins(item)]
+    return []
 
 
-def test_keepdim_must_stay_a_bool(named, device):
-    x = _randn((4, 5), device)
-    oprt.reduce_sum(x, 1, True, backend=named)
-    oprt.reduce_sum(x, 1, True, backend=named)
-    with pytest.raises(TypeError, match="keepdim"):
-        oprt.reduce_sum(x, 1, 1, backend=named)
+def _outcome(function):
+    """('ok', result) or (exception type, message) of function()."""
+    try:
+        return "ok", function()
+    except (TypeError, ValueError) as error:
+        return type(error), str(error)
 
 
-def test_non_tensor_refused_after_a_tensor(named, device):
-    x = _randn((4, 5), device)
-    oprt.softmax(x, backend=named)
-    oprt.softmax(x, backend=named)
+def _same_outcome(a, b, what):
+    assert a[0] == b[0], f"{what}: {a[0]} on the slow path, {b[0]} after a cached call"
+    if a[0] == "ok":
+        assert_bitwise_equal(b[1], a[1], what)
+    else:
+        assert a[1] == b[1], what
+
+
+@ops_with_params
+def test_params_equal_in_value_but_not_in_type(op, named, device):
+    """1 == True == 1.0 hash alike: the signature carries the params' types,
+    so a cached call never serves a twin of another type: each twin gets what
+    the slow path gives it (for a refused one, the same error)."""
+    call = _call(op, device, 0)
+    description = DESCRIPTIONS[op]
+    base = description.bound_params(call.params)
+    goods, twins = [], []
+    for params in _spellings(op, call.inputs) + [{p.name: v for p, v in zip(description.params, base)}]:
+        values = description.bound_params(params)
+        for k, value in enumerate(values):
+            for v in ([value] + ([0, 1] if isinstance(value, int) and not isinstance(value, bool) else [])):
+                good = values[:k] + (v,) + values[k + 1:]
+                try:
+                    hash(good)
+                    description.plan(None, *call.inputs, *good)
+                except (TypeError, ValueError):
+                    continue
+                if good not in goods:
+                    goods.append(good)
+                    twins += [good[:k] + (twin,) + good[k + 1:] for twin in _twins(v)]
+    assert twins, f"{op}: no param has a twin of another type"
+    op_plain = forms(op)[0]
+
+    def run(params):
+        return lambda: op_plain(*call.inputs, *params, backend=named)
+
+    slow = []
+    for twin in twins:
+        DESCRIPTOR_CACHE.clear()
+        slow.append(_outcome(run(twin)))
+    DESCRIPTOR_CACHE.clear()
+    for good in goods + goods:
+        op_plain(*call.inputs, *good, backend=named)
+    for twin, expected in zip(twins + twins, slow + slow):
+        _same_outcome(expected, _outcome(run(twin)), f"{op} params {twin!r}")
+
+
+@op_names
+def test_non_tensor_refused_after_a_tensor(op, named, device):
+    call = _call(op, device, 0)
+    call.op(named)
+    call.op(named)
+    as_list = [call.inputs[0].tolist()] + call.inputs[1:]
     with pytest.raises(TypeError, match="torch.Tensor"):
-        oprt.softmax([[1.0, 2.0]], backend=named)
-    out = torch.empty(4, 5, device=device)
-    oprt.softmax_(out, x, backend=named)
+        call.op(named, as_list)
+    call.op_(call.out, named)
     with pytest.raises(TypeError, match="torch.Tensor"):
-        oprt.softmax_(3, x, backend=named)
+        call.op_(3, named)
 
 
-def test_list_params_take_the_slow_path(named, device):
-    x = _randn((3, 4, 5), device)
+LIST_PARAM_CASES = [(name, case) for name, d in DESCRIPTIONS.items() for case in d.cases
+                    if any(isinstance(v, list) for v in case.params.values())]
+
+
+@pytest.mark.parametrize(("op", "case"), [pytest.param(n, c, id=f"{n}-{c.name}") for n, c in LIST_PARAM_CASES])
+def test_list_params_take_the_slow_path(op, case, named, device):
+    call = make_call(op, case, device, make_generator(0))
     for _ in range(3):
-        assert_close(oprt.reduce_sum(x, [0, 2], backend=named), x.double().cpu().sum((0, 2)), torch.float32)
+        call.check(call.op(named), msg=f"{op} {case.params}")
 
 
-def test_destroyed_descriptor_is_replaced(named, device):
-    x = _randn((4, 5), device)
-    first = oprt.softmax(x, backend=named)
-    oprt.softmax(x, backend=named)
+@op_names
+def test_destroyed_descriptor_is_replaced(op, named, device):
+    call = _call(op, device, 0)
+    first = call.op(named)
+    call.op(named)
     for entry in list(DESCRIPTOR_CACHE.calls.values()):
         entry.descriptor.destroy()  # behind the cache's back
-    again = oprt.softmax(x, backend=named)
+    again = call.op(named)
     assert_bitwise_equal(again, first, "after the cached descriptor was destroyed")
-    assert_bitwise_equal(oprt.softmax(x, backend=named), first, "and once more")
+    assert_bitwise_equal(call.op(named), first, "and once more")
 
 
-def test_cleared_cache(named, device):
-    x = _randn((4, 5), device)
-    first = oprt.copy(x, backend=named)
-    oprt.copy(x, backend=named)
+@op_names
+def test_cleared_cache(op, named, device):
+    call = _call(op, device, 0)
+    DESCRIPTOR_CACHE.clear()
+    first = call.op(named)
+    call.op(named)
     DESCRIPTOR_CACHE.clear()
     assert len(DESCRIPTOR_CACHE) == 0 and not DESCRIPTOR_CACHE.calls
-    assert_bitwise_equal(oprt.copy(x, backend=named), first)
+    assert_bitwise_equal(call.op(named), first)
     assert len(DESCRIPTOR_CACHE.calls) == 1
 
 
-def test_call_map_is_bounded_and_tracks_the_descriptors(named, device):
+@op_names
+def test_call_map_is_bounded_and_tracks_the_descriptors(op, named, device):
     DESCRIPTOR_CACHE.clear()
-    src = torch.ones(DESCRIPTOR_CACHE.capacity + 50, device=device)
+    op_plain, op_, _ = forms(op)
+    storage = {}
+    inputs, params = batched(op, 7, device, storage=storage)
+    expected = op_plain(*inputs, **params, backend=named)
     for n in range(1, DESCRIPTOR_CACHE.capacity + 51):
-        oprt.copy(src[:n], backend=named)
-        oprt.copy_(torch.empty(n, device=device), src[:n], backend=named)
+        inputs, params = batched(op, n, device, storage=storage)
+        result = op_plain(*inputs, **params, backend=named)
+        op_(torch.empty_like(result), *inputs, **params, backend=named)
         assert len(DESCRIPTOR_CACHE) <= DESCRIPTOR_CACHE.capacity
         assert len(DESCRIPTOR_CACHE.calls) <= DESCRIPTOR_CACHE.call_capacity
     # every recorded call holds a descriptor that the cache still holds
     live = {id(slot.descriptor) for slot in DESCRIPTOR_CACHE._entries.values()}
     assert all(id(entry.descriptor) in live for entry in DESCRIPTOR_CACHE.calls.values())
-    # the most recently used signatures are still fast
-    assert_bitwise_equal(oprt.copy(src[:7], backend=named), src[:7])
+    # the most recently used signatures are still fast, and right
+    inputs, params = batched(op, 7, device, storage=storage)
+    assert_bitwise_equal(op_plain(*inputs, **params, backend=named), expected)
 
 
-def test_eviction_keeps_a_hot_signature(named, device, resolves):
+@op_names
+def test_eviction_keeps_a_hot_signature(op, named, device, resolves):
     """A signature used on the fast path between insertions survives them
     (the second-chance eviction sees its use), so it stays one lookup."""
     DESCRIPTOR_CACHE.clear()
-    hot = _randn((3, 3), device)
-    oprt.copy(hot, backend=named)
-    src = torch.ones(2 * DESCRIPTOR_CACHE.capacity, device=device)
+    op_plain = forms(op)[0]
+    hot, hot_params = batched(op, 3, device, dtype=torch.float16)  # a dtype the loop never uses
+    op_plain(*hot, **hot_params, backend=named)
+    storage = {}
     for n in range(1, 2 * DESCRIPTOR_CACHE.capacity):
-        oprt.copy(src[:n], backend=named)
-        oprt.copy(hot, backend=named)
+        inputs, params = batched(op, n, device, storage=storage)
+        op_plain(*inputs, **params, backend=named)
+        op_plain(*hot, **hot_params, backend=named)
     count = resolves["n"]
-    oprt.copy(hot, backend=named)
+    op_plain(*hot, **hot_params, backend=named)
     assert resolves["n"] == count
 
 
-def _workspace_case(device, backend):
-    """(src, dim) for a reduction whose descriptor on `backend` asks for a workspace."""
-    for shape, dim in (((1 << 20,), None), ((2, 1 << 20), -1), ((300, 2001), None)):
-        src = _randn(shape, device)
-        out = oprt.reduce_sum(src, dim, backend=backend)
-        with oprt.prepare_reduce_sum(torch.empty_like(out), src, dim, backend=backend) as prepared:
-            if prepared.workspace_size:
-                return src, dim
-    return None, None
+def _workspace_call(device, backend) -> Call | None:
+    """A call (from the descriptions' benchmark shapes, smallest first) whose
+    descriptor on `backend` asks for a workspace."""
+    candidates = []
+    for name, description in DESCRIPTIONS.items():
+        for bench in description.benchmarks:
+            if bench.gpu_only and torch.device(device).type == "cpu":
+                continue
+            candidates.append((sum(torch.Size(s).numel() for s in bench.shapes), name, bench))
+    for _, name, bench in sorted(candidates, key=lambda c: c[0]):
+        try:
+            out_shape = planned_out_shape(DESCRIPTIONS[name], bench.shapes, bench.params)
+        except (TypeError, ValueError):
+            continue
+        inputs = [torch.randn(s, generator=make_generator(0)).to(device) for s in bench.shapes]
+        call = Call(name, inputs, dict(bench.params), torch.empty(out_shape, device=device))
+        try:
+            with call.prepare(backend) as prepared:
+                if prepared.workspace_size:
+                    return call
+        except BackendUnavailableError:
+            continue
+    return None
+
+
+def _narrowed(t: torch.Tensor) -> torch.Tensor:
+    """`t` with its last dim halved (a dim of size 1 stays: it may broadcast)."""
+    if t.dim() == 0 or t.shape[-1] < 2:
+        return t
+    return t[..., : t.shape[-1] // 2]
 
 
 def test_workspace_is_reused_per_thread(named, device):
-    src, dim = _workspace_case(device, named)
-    if src is None:
-        pytest.skip(f"no reduction asks for a workspace on {named}")
-    expected = oprt.reduce_sum(src, dim, backend=named)
+    call = _workspace_call(device, named)
+    if call is None:
+        pytest.skip(f"no benchmark shape of any op asks for a workspace on {named}")
+    expected = call.op(named)
     buffers = dict(WORKSPACES.buffers)
     assert buffers, "the workspace was not cached"
     for _ in range(3):
-        assert_bitwise_equal(oprt.reduce_sum(src, dim, backend=named), expected)
+        assert_bitwise_equal(call.op(named), expected)
     assert {k: v.data_ptr() for k, v in WORKSPACES.buffers.items()} == {k: v.data_ptr() for k, v in buffers.items()}
     # a smaller request reuses the buffer, a larger one replaces it
-    small = src.reshape(-1)[: src.numel() // 2]
-    assert_close(oprt.reduce_sum(small, None, backend=named), small.double().cpu().sum(), torch.float32,
-                 rtol=1e-5, atol=1e-3)
+    small = [_narrowed(t) for t in call.inputs]
+    call.check(call.op(named, small), small, f"{call.name} on narrowed inputs")
     # another thread gets its own buffer, and the same bits
     seen = {}
 
     def worker():
-        seen["result"] = oprt.reduce_sum(src, dim, backend=named)
+        seen["result"] = call.op(named)
         seen["buffers"] = {k: v.data_ptr() for k, v in WORKSPACES.buffers.items()}
 
     thread = threading.Thread(target=worker)
@@ -329,23 +418,44 @@ def test_workspace_is_reused_per_thread(named, device):
     assert not mine & set(seen["buffers"].values()), "threads share a workspace buffer"
 
 
-def test_prepared_run_unchanged(named, device):
-    x = _randn((4, 5), device)
-    out = torch.empty(4, 5, device=device)
-    with oprt.prepare_softmax(out, x, backend=named) as prepared:
+@op_names
+def test_prepared_run_unchanged(op, named, device):
+    call = _call(op, device, 0)
+    with call.prepare(named) as prepared:
         for _ in range(3):
-            assert prepared.run() is out
-        assert_bitwise_equal(out, oprt.softmax(x, backend=named))
+            assert prepared.run() is call.out
+        assert_bitwise_equal(call.out, call.op(named))
     with pytest.raises(RuntimeError, match="destroyed"):
         prepared.run()
 
 
-def test_python_descriptor_gets_the_broadcast_views(named, device, monkeypatch):
+def _broadcast_case(op):
+    """A small case of op whose plan broadcasts an input to another shape."""
+    description = DESCRIPTIONS[op]
+    for case in description.cases:
+        if not all(1 <= len(s) <= 3 and 0 < torch.Size(s).numel() <= 4096 for s in case.shapes):
+            continue
+        inputs = [torch.empty(s, device="meta") for s in case.shapes]
+        out = torch.empty(planned_out_shape(description, case.shapes, case.params, case.out_shape), device="meta")
+        try:
+            plan = description.plan(out, *inputs, *description.bound_params(case.params))
+        except (TypeError, ValueError):
+            continue
+        if any(p.shape != t.shape for p, t in zip(plan.inputs, inputs)):
+            return case, [tuple(p.shape) for p in plan.inputs]
+    return None, None
+
+
+@op_names
+def test_python_descriptor_gets_the_broadcast_views(op, named, device, monkeypatch):
     """A descriptor without a C entry point (TileLang's) is called with the
     plan's inputs, broadcast to out's shape, on the fast path as well."""
     from operator_runtime._internal import backends as backends_module
     from operator_runtime._internal import tilelang_backend
 
+    case, planned = _broadcast_case(op)
+    if case is None:
+        pytest.skip(f"{op} has no case whose inputs broadcast")
     seen = []
     # TileLang's descriptors are Python ones; a C backend's pretend to be
     # one by hiding their C entry point.
@@ -361,13 +471,11 @@ def test_python_descriptor_gets_the_broadcast_views(named, device, monkeypatch):
         monkeypatch.setattr(cls, "execute_address", property(lambda self: None))
     monkeypatch.setattr(cls, "execute", recording)
     DESCRIPTOR_CACHE.clear()
-    a, b = _randn((4, 5), device), _randn((5,), device, seed=1)
-    out = torch.empty(4, 5, device=device)
+    call = make_call(op, case, device, make_generator(0), contiguous=True)
     for _ in range(3):
-        assert_close(oprt.vector_add(a, b, backend=named), a.double().cpu() + b.double().cpu(), torch.float32)
-        oprt.copy_(out, b, backend=named)
-        assert_bitwise_equal(out, b.expand(4, 5).contiguous())
-    assert len(seen) == 6 and all(shapes in ([(4, 5), (4, 5)], [(4, 5)]) for shapes in seen), seen
+        assert call.op_(call.out, named) is call.out
+        call.check(call.out, msg=f"{op}_ {case.name}")
+    assert seen == [planned] * 3, seen
 
 
 def test_destroyed_python_descriptor_is_noticed():
@@ -395,44 +503,58 @@ def test_fast_call_extension_is_built(engine_path):
     assert library.fast_call_module() is not None
 
 
-# (inputs, params, out) -> a call of each op's Operator, for key comparisons
-def _key_cases(device):
-    from operator_runtime.ops.copy import _COPY
-    from operator_runtime.ops.reduce_sum import _REDUCE_SUM
-    from operator_runtime.ops.softmax import _SOFTMAX
-    from operator_runtime.ops.vector_add import _VECTOR_ADD
-
-    x, y = _randn((3, 4), device), _randn((4,), device, seed=1)
-    return [
-        (_COPY, (x,), (), None, None),
-        (_COPY, (x.t(),), (), torch.empty(4, 3, device=device, dtype=torch.float16), "cpu"),
-        (_VECTOR_ADD, (x, y), (), None, None),
-        (_VECTOR_ADD, (x, y), (), torch.empty(3, 4, device=device), None),
-        (_SOFTMAX, (x,), (-1,), None, None),
-        (_SOFTMAX, (x,), (True,), None, None),
-        (_REDUCE_SUM, (x,), ((0, 1), False), None, None),
-        (_REDUCE_SUM, (x,), ((0, True), 1), None, None),
-        (_REDUCE_SUM, (x,), (None, True), torch.empty(1, 1, device=device), None),
-    ]
+def _bool_spelled(params: tuple) -> tuple:
+    """params with every 0/1 int (also inside tuples) spelled as a bool."""
+    def spell(v):
+        if isinstance(v, tuple):
+            return tuple(spell(x) for x in v)
+        return bool(v) if type(v) is int and v in (0, 1) else v
+    return tuple(spell(v) for v in params)
 
 
-def test_native_key_is_the_python_key(engine_path, named, device):
+def _key_cases(op, device):
+    """(inputs, params, out, backend) calls of op for key comparisons: every
+    small case of its description, without and with an out, params as given
+    and with 0/1 spelled as bools."""
+    description = DESCRIPTIONS[op]
+    gen = make_generator(0)
+    for case in description.cases:
+        if max((torch.Size(s).numel() for s in case.shapes), default=0) > 4096:
+            continue
+        params = description.bound_params(case.params)
+        try:
+            hash(params)
+        except TypeError:  # list params have no key (test_list_params_take_the_slow_path)
+            continue
+        call = make_call(op, case, device, gen)
+        for p in dict.fromkeys([params, _bool_spelled(params)]):
+            yield tuple(call.inputs), p, None, None
+            yield tuple(call.inputs), p, call.out, "cpu"
+
+
+@op_names
+def test_native_key_is_the_python_key(op, engine_path, backend, device):
     """fast_call.c must build exactly operator.py's signature key, or the
     entries one side records would never serve the other."""
     if engine_path == "python":
         pytest.skip("compares the C key with the Python one")
     DESCRIPTOR_CACHE.clear()
-    for op, inputs, params, out, backend in _key_cases(device):
-        key = engine._NATIVE_CALL(op, out, inputs, params, backend)  # nothing cached: the key comes back
-        assert type(key) is tuple and key == op._call_key(out, inputs, params, backend), (op.name, params)
+    engine_op = operator(op)
+    for inputs, params, out, name in _key_cases(op, device):
+        key = engine._NATIVE_CALL(engine_op, out, inputs, params, name)  # nothing cached: the key comes back
+        assert type(key) is tuple and key == engine_op._call_key(out, inputs, params, name), (op, params)
     # arguments without a key: None (the slow path explains them)
-    from operator_runtime.ops.softmax import _SOFTMAX
+    call = _call(op, device, 0)
+    params = DESCRIPTIONS[op].bound_params(call.params)
+    as_list = tuple([call.inputs[0].tolist()] + call.inputs[1:])
+    assert engine._NATIVE_CALL(engine_op, None, as_list, params, None) is None
+    if params:
+        unhashable = ([0],) + params[1:]
+        assert engine._NATIVE_CALL(engine_op, None, tuple(call.inputs), unhashable, None) is None
 
-    assert engine._NATIVE_CALL(_SOFTMAX, None, ([1.0],), (-1,), None) is None
-    assert engine._NATIVE_CALL(_SOFTMAX, None, (_randn((2, 2), device),), ([0],), None) is None
 
-
-def test_native_path_runs_without_the_python_launch(engine_path, named, device, monkeypatch):
+@op_names
+def test_native_path_runs_without_the_python_launch(op, engine_path, named, device, monkeypatch):
     """A repeated call and a prepared run launch from C: CDescriptor.run is
     never reached."""
     from operator_runtime._internal import backends as backends_module
@@ -441,11 +563,11 @@ def test_native_path_runs_without_the_python_launch(engine_path, named, device, 
         pytest.skip("checks the C launch")
     if named not in ("cpu", "nvidia"):
         pytest.skip("C descriptors only")
-    x = _randn((4, 5), device)
-    out = torch.empty(4, 5, device=device)
-    expected = oprt.softmax(x, backend=named)
-    oprt.softmax_(out, x, backend=named)
-    prepared = oprt.prepare_softmax(torch.empty(4, 5, device=device), x, backend=named)
+    call = _call(op, device, 0)
+    out = torch.empty_like(call.out)
+    expected = call.op(named)
+    call.op_(out, named)
+    prepared = call.prepare(named, torch.empty_like(call.out))
     calls = []
 
     def recording(function):
@@ -461,30 +583,48 @@ def test_native_path_runs_without_the_python_launch(engine_path, named, device, 
             monkeypatch.setattr(entry, "c_execute", recording(entry.c_execute))
     if prepared._c_execute is not None:
         monkeypatch.setattr(prepared, "_c_execute", recording(prepared._c_execute))
-    assert_bitwise_equal(oprt.softmax(x, backend=named), expected)
-    assert oprt.softmax_(out, x, backend=named) is out
+    assert_bitwise_equal(call.op(named), expected)
+    assert call.op_(out, named) is out
     assert prepared.run() is prepared.out
     assert_bitwise_equal(out, expected)
     assert_bitwise_equal(prepared.out, expected)
     assert not calls, "a call went through the Python launch"
+    prepared.destroy()
 
 
-def test_native_launch_failure_raises_the_library_error(engine_path, named, device):
-    """A failed execute status becomes the library's error (here: a softmax
-    descriptor handed to copy's execute entry point, which checks the tag)."""
+def _partner(op, backend, device):
+    """Another op of as many inputs, prepared on `backend` (None if none runs)."""
+    for other, description in DESCRIPTIONS.items():
+        if other == op or len(description.inputs) != len(DESCRIPTIONS[op].inputs):
+            continue
+        call = _call(other, device, 0)
+        try:
+            return other, call.prepare(backend)
+        except BackendUnavailableError:
+            continue
+    return None, None
+
+
+@op_names
+def test_native_launch_failure_raises_the_library_error(op, engine_path, named, device):
+    """A failed execute status becomes the library's error (here: the op's
+    descriptor handed to another op's execute entry point, which checks the tag)."""
     from operator_runtime.errors import OperatorRuntimeError
 
     if engine_path == "python":
         pytest.skip("drives fast_call.c directly")
-    x = _randn((4, 5), device)
-    out = torch.empty(4, 5, device=device)
-    prepared = oprt.prepare_softmax(out, x, backend=named)
+    call = _call(op, device, 0)
+    prepared = call.prepare(named)
     if prepared._native is None:
         pytest.skip("not a C descriptor")
-    copy = oprt.prepare_copy(torch.empty(4, 5, device=device), x, backend=named)
+    other, other_prepared = _partner(op, named, device)
+    if other is None:
+        pytest.skip(f"no other op of {len(call.inputs)} input(s) runs on {named}")
     record = list(prepared._native)
-    record[1] = copy._native[1]  # copy's execute entry point
-    out.fill_(float("nan"))
-    with pytest.raises(OperatorRuntimeError, match="not a live copy"):
-        engine._NATIVE_RUN(tuple(record), out, (x,))
-    assert torch.isnan(out).all(), "the failed launch wrote out"
+    record[1] = other_prepared._native[1]  # the other op's execute entry point
+    call.out.fill_(float("nan"))
+    with pytest.raises(OperatorRuntimeError, match=f"not a live {other}"):
+        engine._NATIVE_RUN(tuple(record), call.out, tuple(call.inputs))
+    assert torch.isnan(call.out).all(), "the failed launch wrote out"
+    other_prepared.destroy()
+    prepared.destroy()

@@ -12,15 +12,21 @@ each `kernel<<<grid, block, shared, stream>>>(args)` into
 op's `#if __CUDA_ARCH__ >= 900` kernels as compiled (it emulates sm_90),
 puts the stand-ins of global_memory.cuh and bulk_copy.cuh (alignment-
 checked 16-byte accesses, asynchronous copies into shared memory) in place
-of the PTX ones, and builds each harness in tests/emulation/ with the real
-sources under AddressSanitizer and UndefinedBehaviorSanitizer:
+of the PTX ones, and builds each harness in tests/emulation/ (every
+*_harness.cc) with the real sources under AddressSanitizer and
+UndefinedBehaviorSanitizer. A harness runs an NVIDIA layer or an op's plans,
+launches and kernels (through its C entry points) on every layout and
+variant it covers, against a reference computed in the harness, and
+declares in its header comment what it is built with and what must have
+run:
 
-- elementwise_harness.cc: the elementwise engine (copy, vector_add) on
-  every layout it plans for, against offsets_at();
-- copy_add_harness.cc, reduce_sum_harness.cc, softmax_harness.cc: the
-  ops' plans, launches and kernels through their C entry points, every
-  variant (some reached through the plans' OPRT_TUNE_* knobs), in three
-  dtypes, against float64, bitwise the same under three thread schedules.
+    // emulate sources: <paths under ops/ besides the common runtime>
+    // emulate column: <which whitespace-separated column of an output line names the variant>
+    // emulate numbered: <words whose trailing count is dropped, e.g. cluster16 -> cluster>
+    // emulate variants: <every variant that must have run> (repeatable)
+
+test_harness_emulated builds and runs each harness that declares its
+variants; the set of variants it printed must be the declared one.
 
 It checks the kernels' index logic, their use of barriers and shared
 memory and the plans wherever a C++ compiler is at hand; a GPU still checks
@@ -125,7 +131,7 @@ def emulated_ops(tmp_path_factory):
     for path in ops.rglob("*"):
         if path.suffix in (".cu", ".cuh") and "nvidia" in path.parts:
             source = rewrite_shared(rewrite_launches(path.read_text()))
-            if "common" not in path.parts:  # an op's sm_90 kernels: the emulated GPU is one
+            if "common" not in path.parts or "softmax_family" in path.parts:  # sm_90 kernels: the emulated GPU is one
                 source = source.replace("#if __CUDA_ARCH__ >= 900", "#if 1  // (emulated sm_90)")
             path.write_text(source)
             code = re.sub(r"//[^\n]*", "", path.read_text())
@@ -162,36 +168,55 @@ def build_and_run(ops: Path, harness: str, sources) -> str:
     return result.stdout
 
 
-def test_elementwise_engine_emulated(emulated_ops):
-    output = build_and_run(emulated_ops, "elementwise_harness.cc", ())
-    kinds = {line.split()[1] for line in output.splitlines()[:-1]}
-    assert kinds == {"dense", "rows", "flat", "strided"}, kinds  # every kernel ran
+HARNESSES = sorted(EMULATION.glob("*_harness.cc"))
+_DECLARATION = re.compile(r"^//\s*emulate (sources|column|numbered|variants):(.*)$", re.M)
 
 
-def test_copy_and_vector_add_emulated(emulated_ops):
-    output = build_and_run(emulated_ops, "copy_add_harness.cc",
-                           ("copy/nvidia/copy_nvidia.cu", "vector_add/nvidia/vector_add_nvidia.cu"))
-    variants = {line.split()[2] for line in output.splitlines()[:-1]}
-    assert variants == {"memcpy", "dense", "rows", "flat", "transpose_vec", "transpose_vec_shift", "transpose_tiled",
-                        "strided"}, variants
+def harness_declaration(path: Path) -> dict | None:
+    """What a harness declares in its `// emulate <key>: ...` lines (None:
+    no variants declared): sources, column, numbered, variants."""
+    found = {"sources": [], "column": [], "numbered": [], "variants": []}
+    for key, value in _DECLARATION.findall(path.read_text()):
+        found[key] += value.split()
+    if not found["variants"]:
+        return None
+    return {"sources": tuple(found["sources"]), "column": int(found["column"][-1]) if found["column"] else 2,
+            "numbered": tuple(found["numbered"]), "variants": set(found["variants"])}
 
 
-def test_reduce_sum_emulated(emulated_ops):
-    output = build_and_run(emulated_ops, "reduce_sum_harness.cc",
-                           ("reduce_sum/reduce_sum_plan.cc", "reduce_sum/nvidia/reduce_sum_nvidia.cu"))
-    variants = {re.sub(r"cluster\d+$", "cluster", line.split()[2]) for line in output.splitlines()[:-1]}
-    assert variants == {
-        "empty", "zeros", "rows", "rows_split", "rows_dense", "rows_dense_split", "rows_aligned", "rows_aligned_split",
-        "rows_short", "strided",
-        "strided_split", "columns", "columns_split", "columns_cluster", "columns_shifted", "columns_shifted_split",
-        "columns_shifted_cluster", "columns_whole", "columns_whole_split", "columns_whole_cluster"}, variants
+def test_harness_declarations():
+    """Each declared source exists; each numbered word is in a variant."""
+    for path in HARNESSES:
+        declared = harness_declaration(path)
+        if declared is None:
+            continue
+        for source in declared["sources"]:
+            assert (ROOT / "ops" / source).is_file(), f"{path.name}: no ops/{source}"
+        for word in declared["numbered"]:
+            assert any(word in v for v in declared["variants"]), f"{path.name}: no variant is numbered {word}"
 
 
-def test_softmax_emulated(emulated_ops):
-    output = build_and_run(emulated_ops, "softmax_harness.cc",
-                           ("softmax/softmax_plan.cc", "softmax/nvidia/softmax_nvidia.cu"))
-    variants = {re.sub(r"(cluster|shared)\d+$", r"\1", line.split()[2]) for line in output.splitlines()[:-1]}
-    assert variants == {
-        "empty", "rows_warp", "rows_warp_dense", "rows_block", "rows_block_dense", "rows_stream", "rows_cluster",
-        "rows_shared", "rows_twice", "rows_resident", "rows_resident_copies", "rows_split", "rows_split2",
-        "columns", "columns_split", "columns_cluster", "strided"}, variants  # every variant ran
+def _harness_params():
+    params = []
+    for path in HARNESSES:
+        name = path.stem.removesuffix("_harness")
+        if harness_declaration(path) is None:
+            params.append(pytest.param(path, id=name, marks=pytest.mark.skip(
+                reason=f"{path.name} declares no `// emulate variants:` line: nothing to check its run against")))
+        else:
+            params.append(pytest.param(path, id=name))
+    return params
+
+
+@pytest.mark.parametrize("harness", _harness_params())
+def test_harness_emulated(emulated_ops, harness):
+    declared = harness_declaration(harness)
+    output = build_and_run(emulated_ops, harness.name, declared["sources"])
+    numbered = "|".join(map(re.escape, declared["numbered"]))
+    variants = set()
+    for line in output.splitlines()[:-1]:
+        variant = line.split()[declared["column"]]
+        variants.add(re.sub(rf"({numbered})\d+$", r"\1", variant) if numbered else variant)
+    expected = declared["variants"]
+    assert variants == expected, (f"{harness.name}: never ran {sorted(expected - variants)}; "
+                                  f"ran undeclared {sorted(variants - expected)}")  # every variant ran

@@ -1,6 +1,7 @@
-"""The TileLang kernel files: every variant lowers (a quick sample here; CI
-compiles all of them for sm_90 with tilelang_compile), and the two teaching
-forms of copy (eager T.empty, lazy out_idx) compile and, on a GPU, run."""
+"""The TileLang kernel files: every variant of every op with a kernel file
+lowers (a quick sample here; CI compiles all of them for sm_90 with
+tilelang_compile), and the two teaching forms of copy (eager T.empty, lazy
+out_idx) compile and, on a GPU, run."""
 
 from __future__ import annotations
 
@@ -12,27 +13,28 @@ import torch
 pytest.importorskip("tilelang")
 import tilelang  # noqa: E402
 
-from operator_runtime._internal import tilelang_backend as F  # noqa: E402
+from operator_runtime._internal.tilelang_elementwise import COPY, contiguous  # noqa: E402
+from operator_runtime._internal.tilelang_kernels import discovered_ops, load_kernels  # noqa: E402
 
 TARGET = {"kind": "cuda", "arch": "sm_90"}
 HAS_NVCC = any(os.path.exists(os.path.join(d, "nvcc")) for d in
                [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin"),
                 *os.environ.get("PATH", "").split(os.pathsep)])
-GPU = F.torch.cuda.is_available()
+GPU = torch.cuda.is_available()
 needs_nvcc = pytest.mark.skipif(not HAS_NVCC, reason="nvcc not found (CUDA_HOME or PATH)")
 
 
-@pytest.mark.parametrize("op", F.OPS)
+@pytest.mark.parametrize("op", discovered_ops())
 def test_every_variant_lowers_to_tir(op):
     """Tracing every variant builds a PrimFunc (compiling them all is CI's job)."""
-    for name, factory, args in F.load_kernels(op).variants():
+    for name, factory, args in load_kernels(op).variants():
         prim_func = factory(*args)
         assert prim_func.params, name
 
 
 @needs_nvcc
 def test_lazy_out_idx_form():
-    kernel = tilelang.compile(F.load_kernels("copy").copy_lazy("float32"), out_idx=[-1], target=TARGET)
+    kernel = tilelang.compile(load_kernels("copy").copy_lazy("float32"), out_idx=[-1], target=TARGET)
     assert "__global__" in kernel.get_kernel_source()
     if GPU:
         x = torch.randn(1000, device="cuda")
@@ -42,7 +44,7 @@ def test_lazy_out_idx_form():
 
 @pytest.mark.skipif(not GPU, reason="the eager form compiles and runs on its first call: needs a GPU")
 def test_eager_t_empty_form():
-    copy_eager = F.load_kernels("copy").copy_eager
+    copy_eager = load_kernels("copy").copy_eager
     x = torch.randn(3000, device="cuda")
     assert torch.equal(copy_eager(x), x)
     assert torch.equal(copy_eager(x[:5]), x[:5])
@@ -50,5 +52,5 @@ def test_eager_t_empty_form():
 
 @needs_nvcc
 def test_contiguous_copy_is_vectorized():
-    kernel = tilelang.compile(F.load_kernels("copy").contiguous("float16", "float16", 8), target=TARGET)
+    kernel = tilelang.compile(contiguous(COPY, "float16", "float16", 8), target=TARGET)
     assert "uint4" in kernel.get_kernel_source()

@@ -9,35 +9,40 @@ from __future__ import annotations
 
 import gc
 import random
+from importlib.util import find_spec
 
 import pytest
 import torch
 
 import operator_runtime as oprt
 from operator_runtime._internal.operator import DESCRIPTOR_CACHE, WORKSPACES
+from operator_runtime.ops import DESCRIPTIONS
+
+if find_spec("tilelang"):
+    from operator_runtime._internal.tilelang_kernels import discovered_ops
 
 pytestmark = pytest.mark.skipif(oprt.backend_unavailable_reason("tilelang") is not None,
                                 reason=f"tilelang unavailable: {oprt.backend_unavailable_reason('tilelang')}")
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# Every op with a TileLang kernel file that the runtime describes.
+OPS = sorted(set(discovered_ops()) & set(DESCRIPTIONS)) if find_spec("tilelang") else []
 
 
 def _one_call(rng: random.Random):
-    op = rng.choice(["copy", "vector_add", "reduce_sum", "softmax"])
+    name = rng.choice(OPS)
+    description = DESCRIPTIONS[name]
     rows, cols = rng.randint(1, 3000), rng.choice([1, 7, 128, 257, 1000, 4096, 5000, 40000])
     rows = max(1, min(rows, 4_000_000 // cols))
     dtype = rng.choice(DTYPES)
     x = torch.randn(rows, cols, device="cuda").to(dtype)
     if rng.random() < 0.3:
         x = x.t()
-    if op == "copy":
-        oprt.copy(x, backend="tilelang")
-    elif op == "vector_add":
-        oprt.vector_add(x, x[0] if rng.random() < 0.5 else x, backend="tilelang")
-    elif op == "reduce_sum":
-        oprt.reduce_sum(x, rng.choice([0, 1, None]), backend="tilelang")
-    else:
-        oprt.softmax(x, rng.choice([0, 1]), backend="tilelang")
+    inputs = [x] + [x[0] if rng.random() < 0.5 else x for _ in description.inputs[1:]]  # broadcast rows too
+    params = {}
+    if "dim" in description.param_names:
+        params["dim"] = rng.choice([0, 1, None] if description.family == "reduction" else [0, 1])
+    getattr(oprt, name)(*inputs, **params, backend="tilelang")
 
 
 def _settle() -> None:
@@ -59,7 +64,7 @@ def _used_outside_torch() -> int:
 
 def test_memory_returns_to_baseline():
     rng = random.Random(7)
-    for _ in range(300):          # warm-up: every kernel variant gets loaded once
+    for _ in range(75 * len(OPS)):  # warm-up: every kernel variant gets loaded once
         _one_call(rng)
     _settle()
     baseline_outside = _used_outside_torch()

@@ -1,13 +1,19 @@
 /*
  * operator_runtime: the public C ABI shared by every backend.
  *
- * Each operator <op> and backend <b> exports four functions (see the op's
- * ops/<op>/<op>_api.h for the exact parameters):
+ * Each operator <op> and backend <b> exports four functions, plus a string
+ * naming the op's arguments:
  *
  *   oprt_create_<op>_descriptor_<b>(&desc, out_view, input_views..., params...)
  *   oprt_get_<op>_workspace_size_<b>(desc, &bytes)
  *   oprt_execute_<op>_<b>(desc, workspace, workspace_bytes, out, inputs..., stream)
  *   oprt_destroy_<op>_descriptor_<b>(desc)
+ *   oprt_<op>_signature_<b>()   e.g. "tensor src, int32_t dim"
+ *
+ * The op's header ops/<op>/<op>_api.h states its arguments once, as
+ *   #define OPRT_ARGS_<op>(INPUT, PARAM) INPUT(src) PARAM(int32_t, dim)
+ * (input tensors in order, then scalar parameters), and OPRT_DECLARE_OP(<op>, <b>)
+ * below expands that list into the four prototypes.
  *
  * create binds shapes, strides, dtypes and parameters (the views' data
  * pointers are ignored); execute takes data pointers, workspace and stream
@@ -66,6 +72,30 @@ typedef struct {
 
 /* Opaque descriptor handle; each (op, backend) pair has its own concrete type. */
 typedef struct oprt_descriptor* oprt_descriptor_t;
+
+/* Argument list builders for OPRT_ARGS_<op>(INPUT, PARAM): each expands one
+ * argument with a leading comma, so a list follows `out` directly. */
+#define OPRT_ARG_VIEW(name) , const oprt_tensor_view_t* name
+#define OPRT_ARG_DATA(name) , const void* name
+#define OPRT_ARG_PARAM(type, name) , type name
+#define OPRT_ARG_NAME(name) , name
+#define OPRT_ARG_PARAM_NAME(type, name) , name
+#define OPRT_ARG_NONE(...)
+#define OPRT_ARG_VIEW_TEXT(name) "tensor " #name ", "
+#define OPRT_ARG_PARAM_TEXT(type, name) #type " " #name ", "
+
+/* The five entry points of op <op> on backend <b>. */
+#define OPRT_DECLARE_OP(op, b)                                                             \
+  OPRT_API oprt_status_t oprt_create_##op##_descriptor_##b(                                \
+      oprt_descriptor_t* desc,                                                             \
+      const oprt_tensor_view_t* out OPRT_ARGS_##op(OPRT_ARG_VIEW, OPRT_ARG_PARAM));        \
+  OPRT_API oprt_status_t oprt_get_##op##_workspace_size_##b(oprt_descriptor_t desc,        \
+                                                            size_t* workspace_bytes);      \
+  OPRT_API oprt_status_t oprt_execute_##op##_##b(                                          \
+      oprt_descriptor_t desc, void* workspace, size_t workspace_bytes,                     \
+      void* out OPRT_ARGS_##op(OPRT_ARG_DATA, OPRT_ARG_NONE), void* stream);               \
+  OPRT_API oprt_status_t oprt_destroy_##op##_descriptor_##b(oprt_descriptor_t desc);       \
+  OPRT_API const char* oprt_##op##_signature_##b(void);
 
 /* A static, human-readable name for a status code ("OPRT_STATUS_BAD_SHAPE"). */
 OPRT_API const char* oprt_status_string(oprt_status_t status);

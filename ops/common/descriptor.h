@@ -83,4 +83,37 @@ inline void require_data(const void* data, const char* name, int64_t numel) {
 
 }  // namespace oprt
 
+// Defines the entry points of op `op` on backend `b` (declared by
+// OPRT_DECLARE_OP from the op's OPRT_ARGS_<op> list) around a descriptor type D
+// and two functions, found by qualified name:
+//   D* create(const oprt_tensor_view_t* out, <input views>..., <params>...)
+//   void execute(const D&, void* workspace, void* out, <const void* inputs>..., void* stream)
+// create validates and plans (throwing through fail()); execute launches.
+#define OPRT_DEFINE_OP(op, b, D, create_fn, execute_fn)                                              \
+  extern "C" {                                                                                       \
+  OPRT_DECLARE_OP(op, b)                                                                             \
+  oprt_status_t oprt_create_##op##_descriptor_##b(                                                   \
+      oprt_descriptor_t* desc, const oprt_tensor_view_t* out OPRT_ARGS_##op(OPRT_ARG_VIEW, OPRT_ARG_PARAM)) { \
+    return ::oprt::create_descriptor<D>(__func__, desc, [&] {                                        \
+      return create_fn(out OPRT_ARGS_##op(OPRT_ARG_NAME, OPRT_ARG_PARAM_NAME));                      \
+    });                                                                                              \
+  }                                                                                                  \
+  oprt_status_t oprt_get_##op##_workspace_size_##b(oprt_descriptor_t desc, size_t* workspace_bytes) { \
+    return ::oprt::get_workspace_size<D>(__func__, desc, workspace_bytes);                           \
+  }                                                                                                  \
+  oprt_status_t oprt_execute_##op##_##b(oprt_descriptor_t desc, void* workspace, size_t workspace_bytes, \
+                                        void* out OPRT_ARGS_##op(OPRT_ARG_DATA, OPRT_ARG_NONE),      \
+                                        void* stream) {                                              \
+    return ::oprt::execute_descriptor<D>(__func__, desc, workspace, workspace_bytes, [&](const D& d) { \
+      execute_fn(d, workspace, out OPRT_ARGS_##op(OPRT_ARG_NAME, OPRT_ARG_NONE), stream);            \
+    });                                                                                              \
+  }                                                                                                  \
+  oprt_status_t oprt_destroy_##op##_descriptor_##b(oprt_descriptor_t desc) {                         \
+    return ::oprt::destroy_descriptor<D>(__func__, desc);                                            \
+  }                                                                                                  \
+  const char* oprt_##op##_signature_##b(void) {                                                      \
+    return OPRT_ARGS_##op(OPRT_ARG_VIEW_TEXT, OPRT_ARG_PARAM_TEXT) "";                               \
+  }                                                                                                  \
+  }
+
 #endif

@@ -4,15 +4,6 @@
 #define OPRT_SOFTMAX_API_H_
 #include "operator_runtime/operator_runtime.h"
 
-#define OPRT_DECLARE_SOFTMAX_API(BACKEND)                                           \
-  OPRT_API oprt_status_t oprt_create_softmax_descriptor_##BACKEND(                  \
-      oprt_descriptor_t* desc, const oprt_tensor_view_t* out,                       \
-      const oprt_tensor_view_t* src, int32_t dim);                                  \
-  OPRT_API oprt_status_t oprt_get_softmax_workspace_size_##BACKEND(                 \
-      oprt_descriptor_t desc, size_t* workspace_bytes);                             \
-  OPRT_API oprt_status_t oprt_execute_softmax_##BACKEND(                            \
-      oprt_descriptor_t desc, void* workspace, size_t workspace_bytes, void* out,   \
-      const void* src, void* stream);                                               \
-  OPRT_API oprt_status_t oprt_destroy_softmax_descriptor_##BACKEND(oprt_descriptor_t desc);
+#define OPRT_ARGS_softmax(INPUT, PARAM) INPUT(src) PARAM(int32_t, dim)
 
 #endif

@@ -1,7 +1,9 @@
-"""operator_runtime: copy, vector_add, reduce_sum and softmax behind one
-descriptor lifecycle, on CPU, NVIDIA (CUDA C++) and TileLang backends."""
+"""operator_runtime: memory-bound operators behind one descriptor lifecycle,
+on CPU, NVIDIA (CUDA C++) and TileLang backends; the ops are the modules of
+operator_runtime.ops, found by convention."""
 
-from .backend import Backend, available_backends, backend_unavailable_reason
+from .backend import Backend
+from ._internal.backends import available_backends, backend_unavailable_reason
 from .errors import BackendUnavailableError, OperatorRuntimeError
 from ._internal.operator import PreparedOp
 from .ops import *  # noqa: F401,F403

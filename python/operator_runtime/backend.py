@@ -38,28 +38,3 @@ def default_backend(device: torch.device) -> Backend:
     if device.type == "cuda":
         return Backend.NVIDIA
     raise ValueError(f"no backend serves tensors on device '{device}'; name one explicitly")
-
-
-def available_backends() -> list[str]:
-    """Names of the backends that can run in this process."""
-    from ._internal.backends import backend_impl, BackendUnavailableError
-
-    names = []
-    for backend in Backend:
-        try:
-            backend_impl(backend)
-        except BackendUnavailableError:
-            continue
-        names.append(backend.value)
-    return names
-
-
-def backend_unavailable_reason(backend) -> str | None:
-    """None if `backend` can run here, else why it cannot."""
-    from ._internal.backends import backend_impl, BackendUnavailableError
-
-    try:
-        backend_impl(parse_backend(backend))
-    except BackendUnavailableError as error:
-        return error.reason
-    return None

@@ -242,9 +242,8 @@ def _measure_cuda(fns, device: torch.device, config: TimingConfig, flush_l2: boo
         ends = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
         torch.cuda.synchronize()
         # Each rep starts one name further on: a call's time depends on its
-        # place in the round (the same kernel read 4.8 and 5.9 us in two
-        # places, H100, thirty-fourth session), so every function takes
-        # every place equally often.
+        # place in the round (the same kernel can read 4.8 or 5.9 us), so
+        # every function takes every place equally often.
         for i in range(reps):
             for name in names[i % len(names):] + names[:i % len(names)]:
                 flush()

@@ -27,7 +27,6 @@ from typing import Iterable, Sequence
 
 import torch
 
-FLOPS_PER_ELEMENT = {"copy": 0, "vector_add": 1, "reduce_sum": 1, "softmax": 5}
 # A row is marked "?" in the table when its timings spread more than
 # NOISY_SPREAD, or other processes used more than BUSY_LIMIT of the CPUs.
 NOISY_SPREAD = 0.3

@@ -1,24 +1,22 @@
-"""Per-op benchmark drivers: how to build a case's inputs, run ours
-(prepared and out of place) and torch's equivalent, and count bytes/FLOPs.
+"""The benchmark driver, the same for every discovered op: how to build a
+case's inputs, run ours (prepared and out of place) and torch's equivalent,
+and count bytes/FLOPs, all from the op's description.
 
-Each op module defines a subclass of OpBench as BENCH; run_case() checks a
-case against a float64 reference, times it and returns a PerformanceResult.
+run_case() checks a case against a float64 reference, times it and returns
+a PerformanceResult.
 """
 
 from __future__ import annotations
 
-import importlib
-from pathlib import Path
-
 import torch
 
+import operator_runtime as oprt
 from operator_runtime import BackendUnavailableError
-from operator_runtime_testing.benchmark import BenchCase, TimingConfig, measure, measure_host_overhead
-from operator_runtime_testing.performance import (FLOPS_PER_ELEMENT, PerformanceResult, dtype_name,
-                                                  min_bytes_moved)
+from operator_runtime.ops import DESCRIPTIONS
+from operator_runtime_testing.benchmark import BenchCase, TimingConfig, case_grid, measure, measure_host_overhead
+from operator_runtime_testing.performance import PerformanceResult, dtype_name, min_bytes_moved
 
-# Every op with a driver here (tests/bench/<op>.py): nothing to list by hand.
-OPS = tuple(sorted(p.stem for p in Path(__file__).resolve().parent.glob("*.py") if not p.stem.startswith("_")))
+OPS = tuple(DESCRIPTIONS)
 
 # ||ours - ref|| / ||ref|| must stay under max(this, 2 x torch's own error):
 # output rounding of each dtype, with room for a different summation order.
@@ -26,7 +24,14 @@ TOLERANCES = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1e-2, to
 
 
 def bench_for(op: str) -> "OpBench":
-    return importlib.import_module(f"bench.{op}").BENCH
+    return OpBench(DESCRIPTIONS[op])
+
+
+def benchmark_cases(op: str) -> list:
+    """The op's benchmark shapes, one BenchCase per dtype."""
+    return [case for bench in DESCRIPTIONS[op].benchmarks
+            for case in case_grid(bench.name, bench.shapes, bench.dtypes, quick_dtypes=bench.quick,
+                                  params=dict(bench.params), layout=bench.layout, gpu_only=bench.gpu_only)]
 
 
 def make_input(shape, dtype, device, layout="contiguous") -> torch.Tensor:
@@ -56,44 +61,55 @@ def rel_error(out: torch.Tensor, ref: torch.Tensor, scale: torch.Tensor | None =
 
 
 class OpBench:
-    """Override the hooks below for each op. `inputs` is the tuple of input
-    tensors in the op's argument order, as make_inputs built them."""
+    """One op's benchmark hooks, from its description. `inputs` is the
+    tuple of input tensors in the op's argument order."""
 
-    op = ""
+    def __init__(self, description):
+        self.description = description
+        self.op = description.name
 
     def make_inputs(self, case: BenchCase, device) -> tuple:
         layouts = [case.layout] + ["contiguous"] * (len(case.shapes) - 1)
         return tuple(make_input(s, case.dtype, device, l) for s, l in zip(case.shapes, layouts))
 
+    def _params(self, case) -> tuple:
+        return self.description.bound_params(case.params)
+
     def make_out(self, case: BenchCase, inputs: tuple) -> torch.Tensor:
-        raise NotImplementedError
+        plan = self.description.plan(None, *inputs, *self._params(case))
+        dtype = plan.out_dtype or case.dtype
+        return torch.empty(plan.out_shape, dtype=dtype, device=inputs[0].device)
 
-    def prepare(self, out, inputs, case, backend):        # -> PreparedOp
-        raise NotImplementedError
+    def prepare(self, out, inputs, case, backend):
+        return getattr(oprt, f"prepare_{self.op}")(out, *inputs, **case.params, backend=backend)
 
-    def call(self, inputs, case, backend):                 # our out-of-place call -> tensor
-        raise NotImplementedError
+    def call(self, inputs, case, backend):
+        return getattr(oprt, self.op)(*inputs, **case.params, backend=backend)
 
-    def torch_out(self, out, inputs, case) -> None:        # torch's eager op, writing `out`
-        raise NotImplementedError
+    def torch_out(self, out, inputs, case) -> None:
+        self.description.torch_out(out, *inputs, **case.params)
 
-    def torch_functional(self, case):                      # f(*inputs) -> tensor, for references/compile
-        raise NotImplementedError
+    def torch_functional(self, case):
+        reference, params = self.description.reference, dict(case.params)
+        return lambda *inputs: reference(*inputs, **params)
 
     def flops(self, case: BenchCase, out, inputs) -> int:
-        # vector_add/copy/softmax count output elements; reduce_sum overrides (input elements).
-        return FLOPS_PER_ELEMENT[self.op] * out.numel()
+        count = out.numel() if self.description.flops_count == "out" else inputs[0].numel()
+        return self.description.flops_per_element * count
 
-    def tiny_case(self) -> BenchCase:                      # for the host-overhead measurement
-        raise NotImplementedError
+    def tiny_case(self) -> BenchCase:
+        """The host-overhead case: the op's tiny benchmark in float32."""
+        bench = self.description.tiny or self.description.benchmarks[0]
+        return BenchCase(bench.name, tuple(tuple(s) for s in bench.shapes), torch.float32, dict(bench.params))
 
     def reference(self, inputs, case) -> torch.Tensor:
         return self.torch_functional(case)(*[t.to(torch.float64) for t in inputs])
 
     def error_scale(self, inputs, case, ref: torch.Tensor) -> torch.Tensor:
         """What errors are measured against (float64, ref's shape): the
-        reference itself, a relative error; reduce_sum overrides it."""
-        return ref
+        reference itself unless the description says otherwise."""
+        scale = self.description.error_scale
+        return ref if scale is None else scale(inputs, ref)
 
     def probe(self, backend, device) -> str | None:
         """None if ours runs this op on `backend`, else why not."""

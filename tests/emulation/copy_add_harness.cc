@@ -10,14 +10,21 @@
 // its view checked untouched.
 // Prints "case dtypes variant ms" per run and "ok" last; exits 1 on the
 // first failure.
+//
+// What tests/test_nvidia_emulated.py builds it with (sources under ops/) and
+// the variants (column 2 of each line) that must all have run:
+// emulate sources: copy/nvidia/copy_nvidia.cu vector_add/nvidia/vector_add_nvidia.cu
+// emulate column: 2
+// emulate variants: memcpy dense rows flat transpose_vec transpose_vec_shift transpose_tiled strided
 #include "copy/copy_api.h"
 #include "harness_util.h"
 #include "vector_add/vector_add_api.h"
 
 extern "C" {
-OPRT_DECLARE_COPY_API(nvidia)
-OPRT_DECLARE_VECTOR_ADD_API(nvidia)
+OPRT_DECLARE_OP(copy, nvidia)
+OPRT_DECLARE_OP(vector_add, nvidia)
 }
+
 
 namespace {
 

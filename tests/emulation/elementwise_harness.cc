@@ -8,6 +8,11 @@
 // view must keep the poison. Bases are placed 0 or a few elements past a
 // 16-byte boundary so heads, tails and the scalar fallback all run.
 // Prints one line per case and "ok" last; exits 1 on the first mismatch.
+//
+// What tests/test_nvidia_emulated.py builds it with (sources under ops/) and
+// the kernel kinds (column 1 of each line) that must all have run:
+// emulate column: 1
+// emulate variants: dense rows flat strided
 #include <cstdio>
 #include <cstdlib>
 #include <string>

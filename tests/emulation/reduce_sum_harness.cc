@@ -10,12 +10,24 @@
 // untouched.
 // Prints "case dtype variant ms" per run and "ok" last; exits 1 on the first
 // failure.
+//
+// What tests/test_nvidia_emulated.py builds it with (sources under ops/) and
+// the variants (column 2 of each line, a cluster's size dropped) that must
+// all have run:
+// emulate sources: reduce_sum/reduce_sum_plan.cc reduce_sum/nvidia/reduce_sum_nvidia.cu
+// emulate column: 2
+// emulate numbered: cluster
+// emulate variants: empty zeros rows rows_split rows_dense rows_dense_split rows_aligned rows_aligned_split
+// emulate variants: rows_short strided strided_split columns columns_split columns_cluster columns_shifted
+// emulate variants: columns_shifted_split columns_shifted_cluster columns_whole columns_whole_split
+// emulate variants: columns_whole_cluster
 #include "harness_util.h"
 #include "reduce_sum/reduce_sum_api.h"
 
 extern "C" {
-OPRT_DECLARE_REDUCE_SUM_API(nvidia)
+OPRT_DECLARE_OP(reduce_sum, nvidia)
 }
+
 
 namespace {
 
@@ -129,7 +141,7 @@ int main() {
       {"zeros", {{5, 0, 3}}, {1}},
       {"empty", {{0, 7}}, {1}},
       {"no-dims", {{4, 5}}, {}},
-      // the forms the plan takes only when told (scripts/nvidia_ab.py)
+      // the forms the plan takes only when told (OPRT_TUNE_* knobs, ops/common/tuning.h)
       {"tuned-rows-not-dense", {{600, 257}}, {1}, false, {}, {{"REDUCE_DENSE_ROWS", "0"}}},
       {"tuned-rows-unroll-8", {{600, 257}, {}, 1}, {1}, false, {}, {{"REDUCE_DENSE_ROWS", "0"}, {"REDUCE_UNROLL", "8"}}},
       {"tuned-split-unroll-4", {{70001}}, {0}, false, {}, {{"REDUCE_DENSE_ROWS", "0"}, {"REDUCE_UNROLL", "4"}}},

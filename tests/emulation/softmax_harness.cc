@@ -1,25 +1,55 @@
-// Runs the NVIDIA backend's softmax (ops/softmax/nvidia: its plan, launches
-// and kernels, through its C entry points) on the emulated GPU
-// (tests/emulation/include/emulated_gpu.h); tests/test_nvidia_emulated.py
-// builds it. Each case: src random (magnitudes 0.5 to 1 times 4), some
-// rows with torch's special values (a -inf, all -inf, a NaN, a +inf), out's
-// whole buffer and the workspace poisoned with NaN bytes before each of
-// three executes, one per thread schedule of the emulator (which also
-// lands asynchronous copies as late or as early as allowed); the first
-// compared with a float64 softmax, the others bitwise with it, and out's
-// bytes outside its view checked untouched.
-// Prints "case dtype variant ms" per run and "ok" last; exits 1 on the
+// Runs an op of the NVIDIA backend's softmax family (the layer in
+// ops/common/nvidia/softmax_family/: its plan, launches and kernels,
+// through the op's C entry points) on the emulated GPU
+// (tests/emulation/include/emulated_gpu.h): softmax, or log_softmax where
+// OPRT_HARNESS_LOG_SOFTMAX is 1 (log_softmax_harness.cc);
+// tests/test_nvidia_emulated.py builds both. Each case: src random
+// (magnitudes 0.5 to 1 times 4), some rows with torch's special values (a
+// -inf, all -inf, a NaN, a +inf), out's whole buffer and the workspace
+// poisoned with NaN bytes before each of three executes, one per thread
+// schedule of the emulator (which also lands asynchronous copies as late
+// or as early as allowed); the first compared with the op in float64, the
+// others bitwise with it, and out's bytes outside its view checked
+// untouched.
+// Prints "case dtype variant ms hash" per run (hash: FNV-1a of out's
+// buffer, to compare two builds bitwise) and "ok" last; exits 1 on the
 // first failure.
+//
+// What tests/test_nvidia_emulated.py builds it with (sources under ops/) and
+// the variants (column 2 of each line, a cluster's size dropped) that must
+// all have run (log_softmax_harness.cc declares the same for log_softmax):
+// emulate sources: common/softmax_plan.cc softmax/nvidia/softmax_nvidia.cu
+// emulate column: 2
+// emulate numbered: cluster shared
+// emulate variants: empty rows_warp rows_warp_dense rows_block rows_block_dense rows_stream rows_cluster
+// emulate variants: rows_shared rows_twice rows_resident rows_resident_copies rows_split rows_split2
+// emulate variants: columns columns_split columns_cluster strided
 #include "harness_util.h"
+#include "log_softmax/log_softmax_api.h"
 #include "softmax/softmax_api.h"
 
+#ifndef OPRT_HARNESS_LOG_SOFTMAX
+#define OPRT_HARNESS_LOG_SOFTMAX 0
+#endif
+
+// OPRT_HARNESS_ENTRY(oprt_create_, _descriptor_nvidia): that entry point of the op.
+#if OPRT_HARNESS_LOG_SOFTMAX
+#define OPRT_HARNESS_ENTRY(prefix, suffix) prefix##log_softmax##suffix
 extern "C" {
-OPRT_DECLARE_SOFTMAX_API(nvidia)
+OPRT_DECLARE_OP(log_softmax, nvidia)
 }
+#else
+#define OPRT_HARNESS_ENTRY(prefix, suffix) prefix##softmax##suffix
+extern "C" {
+OPRT_DECLARE_OP(softmax, nvidia)
+}
+#endif
 
 namespace {
 
 using namespace harness;
+
+constexpr bool kLogSoftmax = OPRT_HARNESS_LOG_SOFTMAX;
 
 struct Case {
   std::string name;
@@ -31,9 +61,10 @@ struct Case {
   bool specials = true;  // rows 0-3: a -inf, all -inf, a NaN, a +inf
 };
 
-// float64 softmax of one row, as torch gives it: NaN throughout where the
-// row holds a NaN or +inf or is all -inf.
-std::vector<double> softmax_of(const std::vector<double>& x) {
+// float64 softmax or log_softmax of one row, as torch gives them: NaN
+// throughout where the row holds a NaN or +inf or is all -inf; log_softmax
+// -inf where x is. `scale` gets |max| + log(sum), for the tolerance.
+std::vector<double> op_of(const std::vector<double>& x, double& scale) {
   double m = -INFINITY;
   bool nan = false;
   for (double v : x) {
@@ -41,11 +72,33 @@ std::vector<double> softmax_of(const std::vector<double>& x) {
     m = std::max(m, v);
   }
   std::vector<double> y(x.size(), NAN);
+  scale = 0.0;
   if (nan || m == -INFINITY) return y;
   double s = 0.0;
   for (double v : x) s += std::exp(v - m);
-  for (size_t i = 0; i < x.size(); ++i) y[i] = std::exp(x[i] - m) / s;
+  scale = std::fabs(m) + std::log(s);
+  for (size_t i = 0; i < x.size(); ++i) y[i] = kLogSoftmax ? x[i] - m - std::log(s) : std::exp(x[i] - m) / s;
   return y;
+}
+
+// Whether `got` is within the float kernels' error of `want`: for softmax
+// relative (the output's rounding, float sums and exps) plus float16's
+// subnormal steps or, elsewhere, the flush of results under 2^-126
+// (ex2.approx.ftz); for log_softmax the output's rounding plus the float
+// error of x - (max + log(sum)), which scales with max + log(sum).
+bool close(int dtype, double got, double want, double scale) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  if (kLogSoftmax) return std::fabs(got - want) <= roundoff(dtype) * std::fabs(want) + 1e-6 * (scale + 1.0);
+  const double least = dtype == OPRT_DTYPE_F16 ? 0x1p-25 : 0x1p-126;
+  return std::fabs(got - want) <= (roundoff(dtype) + 1e-5) * want + least;
+}
+
+// FNV-1a of a buffer.
+uint64_t hash_of(const std::vector<unsigned char>& bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char b : bytes) h = (h ^ b) * 1099511628211ull;
+  return h;
 }
 
 bool run(Case c, int dtype, uint32_t seed) {
@@ -57,8 +110,8 @@ bool run(Case c, int dtype, uint32_t seed) {
 
   Buffer src(c.src, esize), out(c.out, esize);
   fill_random(src, dtype, seed, 4.0f);
-  // Rows: every index with the softmax dim's left at 0, in row-major order.
-  // (the views' strides as given, before their shapes lose the softmax dim)
+  // Rows: every index with the op's dim left at 0, in row-major order.
+  // (the views' strides as given, before their shapes lose that dim)
   View row_starts{c.src.shape, strides_of(c.src), c.src.shift}, out_row_starts{c.out.shape, strides_of(c.out), c.out.shift};
   const int64_t length = nd == 0 ? 1 : c.src.shape[static_cast<size_t>(dim)];
   const int64_t src_step = nd == 0 ? 0 : row_starts.strides[static_cast<size_t>(dim)];
@@ -74,33 +127,33 @@ bool run(Case c, int dtype, uint32_t seed) {
   const oprt_tensor_view_t out_view = c_view(c.out, dtype, out.origin), src_view = c_view(c.src, dtype, src.origin);
   const Lifecycle run = run_lifecycle(
       c.tune,
-      [&](oprt_descriptor_t* desc) { return oprt_create_softmax_descriptor_nvidia(desc, &out_view, &src_view, c.dim); },
-      oprt_get_softmax_workspace_size_nvidia,
-      [&](oprt_descriptor_t desc, void* workspace, size_t bytes) {
-        return oprt_execute_softmax_nvidia(desc, workspace, bytes, out.origin, src.origin, nullptr);
+      [&](oprt_descriptor_t* desc) {
+        return OPRT_HARNESS_ENTRY(oprt_create_, _descriptor_nvidia)(desc, &out_view, &src_view, c.dim);
       },
-      oprt_destroy_softmax_descriptor_nvidia, out);
+      OPRT_HARNESS_ENTRY(oprt_get_, _workspace_size_nvidia),
+      [&](oprt_descriptor_t desc, void* workspace, size_t bytes) {
+        return OPRT_HARNESS_ENTRY(oprt_execute_, _nvidia)(desc, workspace, bytes, out.origin, src.origin, nullptr);
+      },
+      OPRT_HARNESS_ENTRY(oprt_destroy_, _descriptor_nvidia), out);
   const auto report = [&](const std::string& what) { return fail_case(c.name, dtype_name(dtype), run, what); };
   if (!run.failure.empty()) return report(run.failure);
 
-  const double tolerance = roundoff(dtype) + 1e-5;  // relative: the output's rounding, float sums and exps
-  // absolute: float16's subnormal steps; elsewhere the flush of results under 2^-126 (ex2.approx.ftz)
-  const double least = dtype == OPRT_DTYPE_F16 ? 0x1p-25 : 0x1p-126;
   for (size_t r = 0; r < src_rows.size(); ++r) {
     std::vector<double> x(static_cast<size_t>(length));
     for (int64_t i = 0; i < length; ++i)
       x[static_cast<size_t>(i)] = decode(dtype, src.origin + (src_rows[r] + i * src_step) * esize);
-    const std::vector<double> want = softmax_of(x);
+    double scale = 0.0;
+    const std::vector<double> want = op_of(x, scale);
     for (int64_t i = 0; i < length; ++i) {
       const double got = decode(dtype, out.origin + (out_rows[r] + i * out_step) * esize), w = want[static_cast<size_t>(i)];
-      const bool ok = std::isnan(w) ? std::isnan(got) : std::fabs(got - w) <= tolerance * w + least;
-      if (!ok)
+      if (!close(dtype, got, w, scale))
         return report("row " + std::to_string(r) + " element " + std::to_string(i) + " is " + std::to_string(got) +
                       ", expected " + std::to_string(w));
     }
   }
   if (const std::string outside = untouched_outside(out, c.out, esize); !outside.empty()) return report(outside);
-  std::printf("%-30s %-8s %-26s %6.0f ms\n", c.name.c_str(), dtype_name(dtype), run.variant.c_str(), ms_since(start));
+  std::printf("%-30s %-8s %-26s %6.0f ms %016llx\n", c.name.c_str(), dtype_name(dtype), run.variant.c_str(),
+              ms_since(start), static_cast<unsigned long long>(hash_of(out.bytes)));
   return true;
 }
 

@@ -6,10 +6,6 @@
 #include <cstdint>
 #include <cstring>
 
-#ifdef __F16C__
-#include <immintrin.h>
-#endif
-
 #include "../error.h"
 #include "../tensor.h"
 
@@ -72,40 +68,6 @@ inline To convert(From x) {
   if constexpr (sizeof(acc_t<To>) > sizeof(acc_t<From>)) return static_cast<To>(to_float(x));
   else return from_acc<To>(static_cast<acc_t<To>>(to_float(x)));
 }
-
-// Bulk conversions of a short contiguous run through a float buffer. The
-// compiler vectorizes these (F16C for half, integer ops for bfloat16) where
-// it cannot vectorize an element-wise loop whose stores may alias its loads.
-constexpr int64_t kTile = 512;
-template <class T>
-inline void load_floats(const T* __restrict src, float* __restrict dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = to_float(src[i]);
-}
-template <class T>
-inline void store_floats(const float* __restrict src, T* __restrict dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = from_float<T>(src[i]);
-}
-#ifdef __F16C__
-// GCC does not vectorize _Float16 conversions; F16C does eight at a time.
-template <>
-inline void load_floats<half>(const half* __restrict src, float* __restrict dst, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
-  for (; i < n; ++i) dst[i] = to_float(src[i]);
-}
-template <>
-inline void store_floats<half>(const float* __restrict src, half* __restrict dst, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  for (; i < n; ++i) dst[i] = from_float<half>(src[i]);
-}
-#endif
-// True for the storage-only 16-bit types, which go through float tiles.
-template <class T>
-constexpr bool is_16bit = sizeof(T) == 2;
 
 // Calls f(T{}) with T the element type of `dtype`.
 template <class F>

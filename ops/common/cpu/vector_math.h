@@ -1,5 +1,6 @@
 // AVX2 helpers for the CPU kernels: eight-wide loads/stores that widen and
-// narrow every storage type, and an exp for arguments <= 0.
+// narrow every storage type (plain and non-temporal), and an exp for
+// arguments <= 0.
 #ifndef OPRT_COMMON_CPU_VECTOR_MATH_H_
 #define OPRT_COMMON_CPU_VECTOR_MATH_H_
 
@@ -8,19 +9,37 @@
 #ifdef __AVX2__
 namespace oprt::cpu {
 
-inline void store8(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
-inline void store8(half* p, __m256 v) {
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-}
-inline void store8(bfloat16* p, __m256 v) {  // round to nearest even; NaN keeps its sign, quiet
+// Eight floats rounded to 16-bit storage (bfloat16: nearest even; a NaN
+// keeps its sign and turns quiet).
+inline __m128i narrow8(half*, __m256 v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+inline __m128i narrow8(bfloat16*, __m256 v) {
   const __m256i u = _mm256_castps_si256(v);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
   __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
   const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
   r = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40)), nan);
-  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xD8);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xD8));
 }
+
+inline void store8(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+template <class T>
+inline void store8(T* p, __m256 v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), narrow8(p, v));
+}
+
+// Non-temporal forms for outputs larger than the cache: the line is written
+// without being read first, and does not evict data still to be read. `p`
+// must be aligned to the bytes stored (32 for float, 16 for 16-bit types).
+inline void stream8(float* p, __m256 v) { _mm256_stream_ps(p, v); }
+template <class T>
+inline void stream8(T* p, __m256 v) {
+  _mm_stream_si128(reinterpret_cast<__m128i*>(p), narrow8(p, v));
+}
+
+// Four double lanes: float64 kernels.
+inline __m256d load4(const double* p) { return _mm256_loadu_pd(p); }
+inline void store4(double* p, __m256d v) { _mm256_storeu_pd(p, v); }
+inline void stream4(double* p, __m256d v) { _mm256_stream_pd(p, v); }  // p 32-byte aligned
 
 // exp(x) for x <= 0 (including -inf -> 0); max relative error ~2 ulp.
 // Cody-Waite reduction x = k ln2 + r, a degree-6 polynomial for e^r, then

@@ -30,9 +30,8 @@ constexpr int kElementwiseVec = elementwise_vector(sizeof(Out), sizeof(In));
 constexpr int kElementwiseThreads = 256;
 constexpr int kElementwiseUnroll = 4;  // vectors in flight per thread
 // dense: one block per 128 x 2 vectors, no grid-stride loop (a "one-shot"
-// grid). scripts/launch_shapes.cu on the H200, float32 at 256M elements:
-// add 4.37 TB/s against 4.13 for 256 threads x 4 vectors
-// striding over 16 blocks per SM; copy 4.20 against 3.88.
+// grid), which streams faster than 256 threads x 4 vectors striding over
+// 16 blocks per SM.
 constexpr int kDenseThreads = 128;
 constexpr int kDenseUnroll = 2;
 
@@ -167,8 +166,7 @@ rows_kernel(ElementwiseArgs<Out, In, K> args, Op op, OffsetCalc<K + 1, Index> ro
     // differently there (e.g. a bias row against odd-width rows) is read
     // element by element into the same vectors. (Reading it as the two
     // aligned 16-byte words its vector straddles, shifted into place, was no
-    // faster in 16-bit and 4% slower in float32 on an H100:
-    // docs/data/nvidia-h100-2026-12-05d-add-rows-shifted-loads-ab.txt.)
+    // faster in 16-bit and slower in float32.)
     int64_t head = elements_to_alignment(out + begin);
     if (head > end - begin) head = end - begin;
     const int64_t vec_begin = begin + head;
@@ -401,15 +399,10 @@ bool flat_layout(const StridedLayout<N>& l) {
 
 // flat instead of rows / strided where their rows cannot be whole 16-byte
 // vectors (`vector` elements): rows too short for `rows` (under 64 elements)
-// and, in float32, rows that are not a whole number of vectors. Measured on
-// an H100 (docs/data/nvidia-h100-2026-12-05-add-flat-ab.txt, bias adds): float32
-// 2047x2053 16.8 -> 13.9 us, 16384x12289 597.6 -> 531.7, 1Mx16 62.1 -> 44.6;
-// bfloat16 1Mx16 60.8 -> 27.7; rows shorter than a vector (flat_kernel's
-// kShortRows path, nvidia-h100-2026-12-05b-add-short-flat-ab.txt, a bias
-// row): 4Mx3 float32 46.8 -> 33.5, bfloat16 46.0 -> 25.0; 4Mx2 33.2 -> 23.0,
-// 32.7 -> 18.5. On whole-vector rows `rows` stays ahead in 16-bit (16384x4096
-// 89.5 vs 101.1 us) and level in float32.
-// OPRT_TUNE_ELEMENTWISE_FLAT (A/B): 1 = flat wherever it applies, 0 = never.
+// and, in float32, rows that are not a whole number of vectors: there flat
+// keeps 16-byte accesses where rows / strided cannot. On whole-vector rows
+// `rows` stays (faster in 16-bit, level in float32).
+// OPRT_TUNE_ELEMENTWISE_FLAT (tests): 1 = flat wherever it applies, 0 = never.
 template <int N>
 ElementwiseKind choose_elementwise_kind(const StridedLayout<N>& l, int vector) {
   bool dense = l.ndim <= 1 && l.inner_stride(0) == 1;
@@ -420,16 +413,15 @@ ElementwiseKind choose_elementwise_kind(const StridedLayout<N>& l, int vector) {
   const int64_t flat_told = tuned("ELEMENTWISE_FLAT", -1);
   if (flat_told != 0 && flat_layout(l)) {
     // (below a vector only where no input needs the calculator per element:
-    // with it, a column broadcast into 4Mx3 ran 52.9 us flat, 48.7 strided,
-    // float32; stepped along its 2-D layout instead (kTwoD), 38.1 vs 48.5,
-    // bfloat16 28.7 vs 46.5: H100, nvidia-h100-2026-12-05f-short-flat-relay-ab.txt)
+    // with it, flat was slower than strided on 3-wide rows; stepped along a
+    // 2-D layout (kTwoD) instead, it is faster)
     bool short_rows = l.inner_size() < kMinRowLength;
     for (int k = 0; k + 1 < N && l.inner_size() < vector; ++k) {
       const FlatInput kind = flat_input(l, k);
       short_rows &= kind == kLikeOut || kind == kPeriodic || kind == kTwoD;
     }
-    // (rows not whole vectors: float32 only; H200 bfloat16 16384x12289 rows
-    // 248.8 us, flat 264.8, 2047x2053 level; H100 level)
+    // (rows not whole vectors: float32 only; in 16-bit rows is as fast or
+    // faster)
     const bool odd_rows = rows && l.inner_size() % vector != 0 && vector <= 4;
     if (flat_told == 1 || short_rows || odd_rows) return ElementwiseKind::kFlat;
   }

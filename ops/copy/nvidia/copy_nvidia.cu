@@ -16,7 +16,7 @@
 //                    bases at execute): 64x64 tiles of scalars through shared
 //                    memory, so reads and writes both coalesce
 //   strided          anything else
-#include "copy_nvidia.h"
+#include "../copy_api.h"
 
 #include <cstdint>
 #include <type_traits>
@@ -98,8 +98,7 @@ transpose_kernel(Out* out, const In* src, OffsetCalc<2, Index> outer, int64_t ro
 // ---- transpose_vec -----------------------------------------------------------
 // transpose_kernel spends ~30 instructions per 16-bit element (SASS: 2-byte
 // accesses, 64-bit index math and bounds per element); an SM moving its share
-// of 4 TB/s has ~28 to spare, so it is issue-bound (85.8 us for 8192^2
-// bfloat16 on the H200, TileLang's 4-byte pairs 73.8). Here every global
+// of 4 TB/s has ~28 to spare, so it is issue-bound. Here every global
 // access is 16 bytes (~7 instructions per element): a thread loads a V x V
 // block (V src rows of one 16-byte vector, V = elements per 16 bytes),
 // transposes it in registers, parks it in shared memory as V out-row vectors,
@@ -142,8 +141,8 @@ __host__ __device__ constexpr int64_t vector_tiles_across(int64_t cols, int64_t 
 // 128 KB of loads in flight per SM while other blocks store.
 // kShiftOut (transpose_vec_shift): out_row, cols and out's base anything
 // (src's side as above). Every out store is a whole aligned 16-byte vector
-// (scalar end stores, a partial sector each, had the H100's L2 92% busy at
-// 1.55 TB/s): out row r's part of tile column k is [k * kSide - s, (k + 1)
+// (scalar end stores, a partial sector each, keep the L2 busy with partial
+// writes): out row r's part of tile column k is [k * kSide - s, (k + 1)
 // * kSide - s), s = that row's elements from its aligned boundary at or
 // before k * kSide to k * kSide (the same s for every k), so the tiles of a
 // row meet at aligned boundaries. A tile also loads the V src rows before
@@ -248,10 +247,8 @@ CopyNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t*
   d->elementwise = choose_elementwise_kind(l, elementwise_vector(out.element_size(), src.element_size()));
   const bool dense_both = l.ndim <= 1 && l.inner_stride(0) == 1 && l.inner_stride(1) == 1;
   // cudaMemcpyAsync of a size that is not whole 16-byte words is slow at
-  // moderate sizes; the dense kernel copies those instead (H100,
-  // docs/data/nvidia-h100-2026-12-05-copy-odd-kernel-ab.txt: 1,000,003
-  // elements 8.2-9.7 -> 5.5-6.5 us, 4M+1 11.6-15.4 -> 8.5-13.0, 64M+1 fp16
-  // 90.2 -> 88.0). OPRT_TUNE_COPY_ODD_KERNEL=0 (A/B) keeps them on memcpy.
+  // moderate sizes; the dense kernel copies those instead
+  // (OPRT_TUNE_COPY_ODD_KERNEL=0 keeps them on memcpy, for the tests).
   const bool odd_bytes = l.numel() * out.element_size() % 16 != 0;
   if (dense_both && out.dtype == src.dtype && !(odd_bytes && tuned("COPY_ODD_KERNEL", 1) != 0)) {
     d->kind = CopyNvidia::Kind::kMemcpy;
@@ -264,13 +261,11 @@ CopyNvidia* create(const oprt_tensor_view_t* out_view, const oprt_tensor_view_t*
     // outer strides multiples of 16 bytes, so that with aligned bases (checked
     // at execute) every vector is aligned and lies within its row; and fewer
     // than 2^31 tiles (a block each).
-    // Where only out's side is not whole vectors, transpose_vec_shift
-    // (16384x12289 float16 against transpose_tiled: H100 563 -> 296 us, H200
-    // 433 -> 206; docs/data/nvidia-h100-2026-12-05b-copy-shift-ab.txt,
-    // nvidia-h200-2026-12-05c-copy-odd-ab.txt).
-    // OPRT_TUNE_COPY_TRANSPOSE_VEC (A/B): 3 = planned; 2 = transpose_vec only
-    // where both sides are whole vectors (before the twenty-ninth session),
-    // 1 = 16-bit only, 0 = transpose_tiled for every transpose.
+    // Where only out's side is not whole vectors, transpose_vec_shift, which
+    // keeps 16-byte accesses on both sides where transpose_tiled has none.
+    // OPRT_TUNE_COPY_TRANSPOSE_VEC (tests): 3 = planned; 2 = transpose_vec
+    // only where both sides are whole vectors, 1 = 16-bit only, 0 =
+    // transpose_tiled for every transpose.
     const int64_t vec_dtypes = tuned("COPY_TRANSPOSE_VEC", 3);
     const int size = out.element_size();
     const int64_t vec = 16 / size, side = kVecTileSide * vec;
@@ -333,7 +328,8 @@ void launch_tiles(const CopyNvidia& d, Out* out, const In* src, cudaStream_t str
   });
 }
 
-void execute(const CopyNvidia& d, void* out, const void* src, cudaStream_t stream) {
+void execute(const CopyNvidia& d, void* /*workspace*/, void* out, const void* src, void* stream_handle) {
+  const cudaStream_t stream = static_cast<cudaStream_t>(stream_handle);
   const int64_t numel = d.layout.numel();
   require_data(out, "out", numel);
   require_data(src, "src", numel);
@@ -360,28 +356,4 @@ void execute(const CopyNvidia& d, void* out, const void* src, cudaStream_t strea
 }  // namespace
 }  // namespace oprt::nvidia
 
-using oprt::nvidia::CopyNvidia;
-
-extern "C" {
-
-oprt_status_t oprt_create_copy_descriptor_nvidia(oprt_descriptor_t* desc, const oprt_tensor_view_t* out,
-                                                 const oprt_tensor_view_t* src) {
-  return oprt::create_descriptor<CopyNvidia>(__func__, desc, [&] { return oprt::nvidia::create(out, src); });
-}
-
-oprt_status_t oprt_get_copy_workspace_size_nvidia(oprt_descriptor_t desc, size_t* workspace_bytes) {
-  return oprt::get_workspace_size<CopyNvidia>(__func__, desc, workspace_bytes);
-}
-
-oprt_status_t oprt_execute_copy_nvidia(oprt_descriptor_t desc, void* workspace, size_t workspace_bytes, void* out,
-                                       const void* src, void* stream) {
-  return oprt::execute_descriptor<CopyNvidia>(__func__, desc, workspace, workspace_bytes, [&](const CopyNvidia& d) {
-    oprt::nvidia::execute(d, out, src, static_cast<cudaStream_t>(stream));
-  });
-}
-
-oprt_status_t oprt_destroy_copy_descriptor_nvidia(oprt_descriptor_t desc) {
-  return oprt::destroy_descriptor<CopyNvidia>(__func__, desc);
-}
-
-}  // extern "C"
+OPRT_DEFINE_OP(copy, nvidia, oprt::nvidia::CopyNvidia, oprt::nvidia::create, oprt::nvidia::execute)

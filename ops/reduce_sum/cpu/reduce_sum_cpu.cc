@@ -4,7 +4,7 @@
 // reduced range is longer than one chunk, chunks write partial sums to the
 // workspace and a second pass adds them in order: the same summation tree on
 // every run, whatever the thread count.
-#include "reduce_sum_cpu.h"
+#include "../reduce_sum_api.h"
 
 #include <algorithm>
 
@@ -181,7 +181,7 @@ void run(const ReduceSumCpu& d, T* out, const T* src, acc_t<T>* partials) {
   });
 }
 
-void execute(const ReduceSumCpu& d, void* workspace, void* out, const void* src) {
+void execute(const ReduceSumCpu& d, void* workspace, void* out, const void* src, void* /*stream*/) {
   require_data(out, "out", d.layout.kept_numel());
   require_data(src, "src", d.layout.kept_numel() * d.layout.reduced_numel());
   if (d.kind == Kind::kEmpty) return;
@@ -203,30 +203,4 @@ void execute(const ReduceSumCpu& d, void* workspace, void* out, const void* src)
 }  // namespace
 }  // namespace oprt::cpu
 
-using oprt::cpu::ReduceSumCpu;
-
-extern "C" {
-
-oprt_status_t oprt_create_reduce_sum_descriptor_cpu(oprt_descriptor_t* desc, const oprt_tensor_view_t* out,
-                                                    const oprt_tensor_view_t* src, const int32_t* dims,
-                                                    int32_t num_dims, int32_t keepdim) {
-  return oprt::create_descriptor<ReduceSumCpu>(
-      __func__, desc, [&] { return oprt::cpu::create(out, src, dims, num_dims, keepdim); });
-}
-
-oprt_status_t oprt_get_reduce_sum_workspace_size_cpu(oprt_descriptor_t desc, size_t* workspace_bytes) {
-  return oprt::get_workspace_size<ReduceSumCpu>(__func__, desc, workspace_bytes);
-}
-
-oprt_status_t oprt_execute_reduce_sum_cpu(oprt_descriptor_t desc, void* workspace, size_t workspace_bytes, void* out,
-                                          const void* src, void* /*stream*/) {
-  return oprt::execute_descriptor<ReduceSumCpu>(
-      __func__, desc, workspace, workspace_bytes,
-      [&](const ReduceSumCpu& d) { oprt::cpu::execute(d, workspace, out, src); });
-}
-
-oprt_status_t oprt_destroy_reduce_sum_descriptor_cpu(oprt_descriptor_t desc) {
-  return oprt::destroy_descriptor<ReduceSumCpu>(__func__, desc);
-}
-
-}  // extern "C"
+OPRT_DEFINE_OP(reduce_sum, cpu, oprt::cpu::ReduceSumCpu, oprt::cpu::create, oprt::cpu::execute)

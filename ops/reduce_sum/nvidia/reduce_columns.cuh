@@ -26,7 +26,7 @@ struct ColumnsArgs {
   int64_t out_stride;  // out's stride along the columns
   int64_t reduced_stride;  // src stride of the reduced index when it is one dim (else 0: use the calc)
   bool vectors_ok;     // every row of every tile is 16-byte aligned
-  bool tiles_fastest;  // task order (column_task; A/B: OPRT_TUNE_REDUCE_COLUMN_ORDER)
+  bool tiles_fastest;  // task order (column_task; tests: OPRT_TUNE_REDUCE_COLUMN_ORDER)
   float* partials;     // splits > 1, no cluster: [tile][split][tx * VEC]
   int64_t src_first, src_end;  // shifted: src's elements lie in [src + src_first, src + src_end)
 };

@@ -112,14 +112,9 @@ struct RowStrides {
 // the rows kernel without its run loop and strided path, always 8 vectors in
 // flight per thread, 4 blocks of 256 threads per SM (<= 64 registers). The
 // row offset is one multiply where the kept dims are at most one, and out's
-// offset is found again after the sum instead of held across it. H200,
-// scripts/nvidia_ab.py (us, against `rows` with 4 vectors a thread): 8192^2
-// fp16 34.9 vs 36.2, float32 64.2 vs 65.3; 4096^2 bf16 13.1 vs 13.6;
-// 1024 x 65536 bf16 34.8 vs 36.1; 4 x 4M float32 (split) 21.7 vs 23.0. The
-// same kernel held to 32 registers (8 blocks per SM, 4 vectors a thread)
-// was 1.3-1.5x slower: at 32 registers the compiler converts the first
-// vectors before the last loads issue; loads under an L2 evict_first policy
-// changed little (0.5% better on the split sums, 1-8% worse on rows).
+// offset is found again after the sum instead of held across it. Not held
+// to 32 registers: there the compiler converts the first vectors before the
+// last loads issue.
 struct DenseRowsArgs {
   int64_t rows, run_length, splits, split_len;
   float* partials;  // splits > 1: one float per (row, split)
@@ -170,14 +165,8 @@ reduce_dense_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, RowStr
 // vectors in float32, 4 in 16-bit, as planned); split, each piece is whole
 // rounds but a row's last, which alone takes a bounds-checked round. So the
 // loop has no head, tail or per-load check and holds 45-62 registers where
-// rows_dense holds 64 (the same 4 blocks per SM: held to 32
-// registers, with 2 or 4 vectors a thread and 8 blocks per SM, rows_dense
-// spilled 100-190 bytes and ran 1.1-2x slower; this kernel fit 32 registers
-// unspilled and was still 0-3% slower than at 8 vectors). H100,
-// scripts/nvidia_ab.py, us, against rows_dense: 8192^2 fp16 46.1 vs 47.1,
-// 2048^2 float32 10.0 vs 10.9, 4096^2 float32 25.4 vs 26.5, 4 x 4M float32
-// 27.3 vs 28.5, a 64M float32 sum 89.9 vs 91.2; a 256M bf16 sum 177.7 vs
-// 174.7 (the one loss, same pieces).
+// rows_dense holds 64, at the same 4 blocks per SM (more blocks at 32
+// registers gained nothing: occupancy is not what limits these sums).
 struct AlignedRowsArgs {
   int64_t rows, out_stride, src_stride, splits;
   int vectors_per_split;  // a whole number of rounds where splits > 1
@@ -227,17 +216,15 @@ reduce_aligned_rows_kernel(T* out, const T* src, AlignedRowsArgs args) {
 // vectors long (vectors <= LANES * kShortVectors): LANES lanes per row, each
 // loading vectors j * LANES + lane (a group reads LANES * 16 contiguous bytes
 // per load), ROWS rows per group, every load of a lane in flight before any
-// add. The shape of TileLang's group_rows, which read 262144x128 at 3.83 /
-// 3.41 TB/s (float32 / bf16; 16 / 8 lanes of 2 vectors) where `rows` read
-// 3.61 / 3.07 (8 / 4 lanes of 4; one process on the H200). On a row of a few
-// hundred bytes `rows` spends instructions its loads do not amortize (head
-// and tail loops, the loop over rounds, a 64-bit division of the task
-// index), holds 55 registers (4 of 8 blocks per SM resident) and strides 2
+// add: the shape of TileLang's group_rows, which reads many short rows
+// faster than `rows` does. On a row of a few hundred bytes `rows` spends
+// instructions its loads do not amortize (head and tail loops, the loop
+// over rounds, a 64-bit division of the task index), holds 55 registers (4 of 8 blocks per SM resident) and strides 2
 // resident grids over the rows. Here a row offset is one multiply where the
 // kept dims are one (`row_strides`; else the offset calculator), the kernel
 // keeps to 32 registers, and the grid is a block per task, as in softmax's
-// rows_warp_dense, which measured faster so (the grid-stride loop runs again
-// only past 2^31 - 1 blocks or with OPRT_TUNE_REDUCE_SHORT_WAVES).
+// rows_warp_dense, which streams faster so (the grid-stride loop runs only
+// past 2^31 - 1 blocks or, for the tests, with OPRT_TUNE_REDUCE_SHORT_WAVES).
 
 template <class T, int LANES, int ROWS, class Index>
 __global__ void __launch_bounds__(kRowsBlock, 2048 / kRowsBlock)  // <= 32 registers: 8 blocks per SM
@@ -279,9 +266,9 @@ reduce_short_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, RowStr
 // out[row] = sum of its `splits` partials: F threads per row (a warp, or up
 // to the whole block where the rows are few and the splits many), each
 // adding a fixed subset of them with 4 loads in flight, then a fixed tree
-// across the F, so the order is the same on every run. One warp over the
-// 528 partials of a 64M-element sum took 4.5 us under ncu (17 dependent
-// rounds of L2 loads a lane).
+// across the F, so the order is the same on every run. (One warp over the
+// hundreds of partials of a long sum is 17 dependent rounds of L2 loads a
+// lane.)
 constexpr int kFinishThreads = 256;
 
 template <class T, int F, class Index>

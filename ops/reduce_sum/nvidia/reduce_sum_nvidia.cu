@@ -35,7 +35,7 @@
 // This file holds the descriptor, the plan and the launches; the kernels are
 // in reduce_rows.cuh (rows, rows_dense, rows_aligned, rows_short, the split rows' finish)
 // and reduce_columns.cuh (columns*, the split columns' finish).
-#include "reduce_sum_nvidia.h"
+#include "../reduce_sum_api.h"
 
 #include <algorithm>
 #include <string>
@@ -88,7 +88,7 @@ struct ReduceSumNvidia : oprt_descriptor {
   int64_t splits = 1, split_len = 0;
   bool clustered = false;        // columns_cluster: a tile's splits are the blocks of one cluster
   bool whole = false;            // columns: the whole-rows loop (add_whole_rows) where src is aligned (final tx)
-  bool early_finish = true;      // split: launch the finishing kernel early (A/B: OPRT_TUNE_REDUCE_EARLY_FINISH=0)
+  bool early_finish = true;      // split: launch the finishing kernel early (tests: OPRT_TUNE_REDUCE_EARLY_FINISH=0)
   bool dense_rows = false;       // rows: one contiguous run per output, reduce_dense_rows_kernel
   int finish_threads = 32;       // split rows: threads per row in finish_rows_kernel
 };
@@ -114,12 +114,9 @@ StridedLayout<1> src_dims(const StridedLayout<2>& reduced, int count) {  // the 
 }
 
 // The whole-rows loop (add_whole_rows, no per-row checks) applies: tiles
-// of tx threads whole aligned vectors, one reduced dim. H200,
-// scripts/nvidia_ab.py (thirty-fifth session), us, against the general
-// loop: over dim 0 8192^2 bf16 37.8-37.9 vs 38.7, float32 64.9-65.0 vs
-// 65.7, 16384^2 bf16 123.3-123.4 vs 124.6, 4096 x 1024 bf16 9.6-9.7 vs
-// 10.0-10.4. 8 loads in flight at 4 blocks an SM (64 registers) lost on
-// an H100 (8192^2 bf16 55.0 vs 52.6). A/B: OPRT_TUNE_REDUCE_COLUMN_WHOLE=0.
+// of tx threads whole aligned vectors, one reduced dim. Fewer instructions
+// per load than the general loop, same order of adds (the tests compare the
+// two bit for bit through OPRT_TUNE_REDUCE_COLUMN_WHOLE=0).
 bool whole_rows_apply(const ReduceSumNvidia& d, int64_t tx, int vec) {
   return tuned("REDUCE_COLUMN_WHOLE", 1) != 0 && d.rows_aligned && d.reduced.ndim == 1 && d.columns % (tx * vec) == 0;
 }
@@ -131,14 +128,11 @@ bool whole_rows_apply(const ReduceSumNvidia& d, int64_t tx, int vec) {
 // that keeps tiles * C blocks within one resident grid; planned where that
 // grid is at least a quarter full (else the split's more, smaller blocks
 // and its finishing kernel) and rows take vector loads (16-byte aligned
-// strides), sm_90. H200, scripts/nvidia_ab.py, us, against the split:
-// 8192^2 float32 65.9 vs 69.2, bf16 38.3 vs 38.7; 4096 x 16384 bf16 36.7
-// vs 40.7; 4096 x 1024 float32 11.8 vs 12.4, bf16 9.8 vs 11.2 (a quarter
-// of the grid: 256 blocks of 16 clusters). Rows off 16-byte steps ran
-// slower in clusters where they fill the GPU (8191 x 8193 float32 76.7-81
-// vs 71.6, bf16 56.8-86 vs 56.2). Knobs: OPRT_TUNE_REDUCE_COLUMN_CLUSTER
-// (0: off, 2: any rows), _CLUSTER_TX (tile width in threads), _CLUSTER_MAX
-// (1-16), _CLUSTER_MIN_BLOCKS (fewest blocks; planned a quarter of the grid).
+// strides), sm_90: no workspace round trip and no second kernel. Rows off
+// 16-byte steps stay split: they ran slower in clusters that fill the GPU.
+// Knobs (tests): OPRT_TUNE_REDUCE_COLUMN_CLUSTER (0: off, 2: any rows),
+// _CLUSTER_TX (tile width in threads), _CLUSTER_MAX (1-16),
+// _CLUSTER_MIN_BLOCKS (fewest blocks; planned a quarter of the grid).
 void plan_column_cluster(ReduceSumNvidia* d, int vec) {
   const DeviceInfo& info = current_device_info();
   const int64_t mode = tuned("REDUCE_COLUMN_CLUSTER", 1);
@@ -199,10 +193,8 @@ void plan_columns(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_siz
   const int64_t max_tx = std::clamp<int64_t>(floor_pow2(tuned("REDUCE_COLUMN_TX", 32)), 1, kColumnsThreads);
   d->tx = static_cast<int>(std::min<int64_t>(max_tx, floor_pow2(ceil_div(d->columns, vec) * 2 - 1)));
   // Blocks that run together take the same split of neighbouring tiles, so
-  // they read whole rows between them. H200, scripts/nvidia_ab.py (8192^2
-  // float32 / bf16, 4096x16384 bf16): 73.2 / 44.6 / 45.4 us vs 75.1 / 45.9 /
-  // 46.8 with splits fastest; in later runs 72.9 / 44.9 / 45.9 vs 73.4 / 44.9
-  // / 45.8 and 73.5 / 44.6 / 45.9 vs 74.0 / 44.3 / 45.7: within noise but float32.
+  // they read whole rows between them (tests: OPRT_TUNE_REDUCE_COLUMN_ORDER=0
+  // numbers the splits fastest).
   d->tiles_fastest = tuned("REDUCE_COLUMN_ORDER", 1) != 0;
   d->ty = kColumnsThreads / d->tx;
   d->col_tiles = ceil_div(d->columns, int64_t{d->tx} * vec);
@@ -214,13 +206,9 @@ void plan_columns(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_siz
   d->rows_aligned =
       strides_aligned16(d->reduced, 0, element_size) && strides_aligned16(d->plane_layout, 1, element_size);
   // Shifted loads for 16-bit only: a float32 row vector is 4 element
-  // loads, which ran faster than the shifted kernel's 60-70 registers and
-  // extra instructions (Nsight Compute, 2047 x 2053 float32: 1.5x the
-  // instructions at a lower issue rate). H200, scripts/nvidia_ab.py, us,
-  // shifted vs element loads: 2047 x 2053 bf16 14.1-15.4 vs 19.3-19.4,
-  // 8191 x 8193 bf16 51.8-52.7 vs 55.1-55.4; float32 18.7-18.8 vs
-  // 13.2-13.3, 92.8 vs 71.8-71.9. A/B: OPRT_TUNE_REDUCE_COLUMN_SHIFTED=0
-  // none, 2 every dtype.
+  // loads, which run faster than the shifted kernel's 60-70 registers and
+  // extra instructions. OPRT_TUNE_REDUCE_COLUMN_SHIFTED (tests): 0 none, 2
+  // every dtype.
   const int64_t shifted = tuned("REDUCE_COLUMN_SHIFTED", 1);
   d->shifted = shifted == 2 || (shifted == 1 && element_size < 4);
   if (!d->rows_aligned && d->shifted) d->variant = "columns_shifted";
@@ -231,12 +219,8 @@ void plan_columns(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_siz
   // Splits: whole waves of the blocks an SM holds (its registers allow 5
   // of 256 threads), 2 for float32 and 1 for 16-bit, whose tiles are twice
   // as many columns wide; each split whole rounds of the block's loads
-  // (TY x kColumnUnroll rows). H200, scripts/nvidia_ab.py (sixteenth session),
-  // us: 8192^2 over dim 0 float32 68.4-68.6, bf16 39.6-39.7 vs 71.3 / 42.0-42.3
-  // aiming at 8 blocks per SM, which left a partial last wave (and rounding
-  // the splits up instead of down cost 4096 x 16384 bf16 45.7 vs 44.0).
-  // OPRT_TUNE_REDUCE_COLUMN_FIT=0 restores that aim (A/B), in quarter
-  // grids OPRT_TUNE_REDUCE_COLUMN_QUARTERS.
+  // (TY x kColumnUnroll rows). Aiming at 8 blocks per SM left a partial
+  // last wave; OPRT_TUNE_REDUCE_COLUMN_FIT=0 (tests) aims there.
   const bool fit = tuned("REDUCE_COLUMN_FIT", 1) != 0;
   int64_t per_sm = 2048 / kColumnsThreads;
   if (fit) {
@@ -251,8 +235,7 @@ void plan_columns(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_siz
     });
   }
   const int64_t planned_quarters = element_size == 4 ? 8 : 4;
-  const int64_t target_blocks = current_device_info().sm_count * std::max<int64_t>(1, per_sm) *
-                                tuned("REDUCE_COLUMN_QUARTERS", planned_quarters) / 4;
+  const int64_t target_blocks = current_device_info().sm_count * std::max<int64_t>(1, per_sm) * planned_quarters / 4;
   const int64_t min_rows_per_split = int64_t{d->ty} * kColumnUnroll * 4;
   const int64_t max_splits = std::max<int64_t>(1, d->reduced_numel / min_rows_per_split);
   d->splits = std::min(max_splits, fit ? std::max<int64_t>(1, target_blocks / tiles) : ceil_div(target_blocks, tiles));
@@ -288,17 +271,12 @@ void plan_rows(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_size) 
   // Threads per output: one round of kUnroll loads each covers the run, but
   // past a warp each thread gets kMinRounds rounds: a wide group doing a
   // single round spends most of its time in the group reduction with no
-  // loads in flight (16384^2 float32 with 1024 threads per row: 3.2 TB/s).
+  // loads in flight.
   // rows_dense (reduce_dense_rows_kernel): one contiguous run per output,
-  // 8 vectors a round; 2 rounds past a warp ran faster than 4 (H200,
-  // scripts/nvidia_ab.py: 8192^2 bf16 34.6 vs 35.6 us, 4096^2 float32 19.9 vs
-  // 20.4, a 4M-element bf16 sum 9.2 vs 10.2; 4 x 4M float32 22.1 vs 21.5).
-  // A/B: OPRT_TUNE_REDUCE_DENSE_ROWS=0 runs `rows` instead. A run that is
-  // whole rounds of the widest group takes 1 round, and the grid a block per
-  // task (H200, scripts/nvidia_ab.py, one run, us, against 2 rounds and 2
-  // resident grids striding: 8192^2 bf16 34.5 vs 35.0, 4096^2 bf16 13.1
-  // vs 14.5, 16384^2 bf16 120.1 vs 121.3, float32 233.7 vs 236.3; rows of
-  // 12289 bf16, 1.5 such rounds, 101.9 vs 94.2 in 1 round: they keep 2).
+  // 8 vectors a round; 2 rounds past a warp ran faster than 4
+  // (tests: OPRT_TUNE_REDUCE_DENSE_ROWS=0 runs `rows` instead). A run that
+  // is whole rounds of the widest group takes 1 round, and the grid a block
+  // per task; rows of 1.5 such rounds keep 2, which ran faster there.
   d->dense_rows = rows_contiguous && d->runs == 1 && tuned("REDUCE_DENSE_ROWS", 1) != 0;
   d->unroll = d->dense_rows ? kDenseUnroll : tuned("REDUCE_UNROLL", kUnroll) == 8 ? 8 : kUnroll;
   d->waves = static_cast<int>(std::clamp<int64_t>(tuned("REDUCE_WAVES", d->dense_rows ? 64 : 2), 1, 64));
@@ -310,21 +288,17 @@ void plan_rows(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_size) 
   const int64_t min_rounds = std::max<int64_t>(1, tuned("REDUCE_MIN_ROUNDS", planned_rounds));
   const int64_t tpr = std::min<int64_t>(one_round, std::max<int64_t>(32, one_round / min_rounds));
   d->tpr = static_cast<int>(std::clamp<int64_t>(floor_pow2(tpr), 1, tuned("REDUCE_MAX_TPR", kRowsBlock)));
-  // Split when the outputs cannot fill half a resident grid of threads (in
-  // quarter grids, for A/B runs) and each piece still gets at least
-  // kMinRounds rounds of loads per thread. Then aim at about kSplitRounds
-  // rounds of 8 loads per thread, with between half a grid and two of
-  // threads. H200, one run (scripts/nvidia_ab.py): a 64M-element float32
-  // sum took 67.3 us with half a grid (15.5 rounds a thread), 71.0 with two
-  // (3.9); a 256M-element one 240.9 with two (15.5 rounds), 249.7 with half
-  // (62); this rule 67.5 and 241.7 (bf16: 38.6 and 126.1, the best or
-  // within 0.3 us of it).
+  // Split when the outputs cannot fill half a resident grid of threads and
+  // each piece still gets at least kMinRounds rounds of loads per thread.
+  // Then aim at about kSplitRounds rounds of 8 loads per thread, with
+  // between half a grid and two of threads: a fixed half grid slowed the
+  // largest split sums, a fixed two grids the smaller ones.
   const int64_t row_threads = d->rows * d->tpr;
-  const int64_t fewest = ceil_div(resident_threads() * tuned("REDUCE_SPLIT_QUARTERS", 2) / 4, row_threads);
+  const int64_t fewest = ceil_div(resident_threads() / 2, row_threads);
   if (fewest > 1) {
     const int64_t most = std::max(fewest, ceil_div(resident_threads() * 2, row_threads));
-    const int64_t rounds = std::max<int64_t>(1, tuned("REDUCE_SPLIT_ROUNDS", kSplitRounds));
-    const int64_t want = std::clamp(ceil_div(per_run * d->runs, int64_t{d->tpr} * 8 * rounds), fewest, most);
+    const int64_t want =
+        std::clamp(ceil_div(per_run * d->runs, int64_t{d->tpr} * 8 * kSplitRounds), fewest, most);
     const int64_t units = d->runs == 1 ? d->run_length : d->runs;
     const int64_t min_unit = d->runs == 1 ? int64_t{d->tpr} * (rows_contiguous ? vec : 1) * d->unroll * min_rounds : 1;
     d->splits = std::max<int64_t>(1, std::min(want, units / min_unit));
@@ -332,24 +306,19 @@ void plan_rows(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_size) 
     if (d->runs == 1 && rows_contiguous) d->split_len = ceil_div(d->split_len, vec) * vec;
     d->splits = ceil_div(units, d->split_len);
   }
-  // Split contiguous runs: 8 vectors in flight per thread (the H200 A/B,
-  // scripts/nvidia_ab.py: a 64M-element sum 2-3% faster; rows that do not
-  // split measured the same or slower).
+  // Split contiguous runs: 8 vectors in flight per thread (faster on long
+  // split sums; rows that do not split gained nothing).
   if (d->splits > 1 && d->runs == 1 && rows_contiguous && !d->dense_rows)
     d->unroll = tuned("REDUCE_UNROLL", 8) == 4 ? 4 : 8;
   // rows_aligned (reduce_aligned_rows_kernel): rows_dense where the kept
   // dims are at most one and every row 16-byte aligned (the base checked at
   // execute, else rows_dense runs with the same splits); unsplit, the rows
   // must be whole rounds of at least 32 lanes, split, each piece is made
-  // whole rounds of the planned lanes. A/B: OPRT_TUNE_REDUCE_ALIGNED=0.
+  // whole rounds of the planned lanes (tests: OPRT_TUNE_REDUCE_ALIGNED=0).
   // A lane loads 32 elements a round: 8 vectors in float32, 4 in 16-bit,
-  // which then takes twice the lanes of rows_dense's 8 vectors (H100,
-  // scripts/nvidia_ab.py, two runs each, us, 16-bit at 4 vs 8: 256 x 1024
-  // fp16 4.8-5.0 vs 5.2-5.6 (rows_dense there), 1024^2 bf16 5.3-5.5 vs
-  // 5.7-6.5, 4096^2 bf16 15.1-15.3 vs 15.6-16.0, split: 4 x 1M bf16 9.1-9.4
-  // vs 9.7-9.8, 256M bf16 175.7-176.0 vs 178.1-178.4; float32 at 4 within
-  // +-0.3 us of 8; 1 or 2 vectors: 2048^2 4-13% slower). A/B:
-  // OPRT_TUNE_REDUCE_ALIGNED_UNROLL (4 or 8 vectors in every dtype).
+  // which then takes twice the lanes of rows_dense's 8 vectors: more loads
+  // in flight per row, faster on 16-bit rows of every size.
+  // OPRT_TUNE_REDUCE_ALIGNED_UNROLL (tests): 4 or 8 vectors in every dtype.
   const int unroll = d->aligned_unroll = static_cast<int>(
       floor_pow2(std::clamp<int64_t>(tuned("REDUCE_ALIGNED_UNROLL", 32 / vec), 4, kDenseUnroll)));
   const int64_t row_vectors = d->run_length / vec;
@@ -383,8 +352,8 @@ void plan_rows(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_size) 
   // rows_short (reduce_short_rows_kernel): one contiguous run per output, at
   // most a warp of kShortVectors vectors a lane, whole vectors long, every
   // row 16-byte aligned given an aligned base (checked at execute, else the
-  // rows kernel planned above runs). A/B: OPRT_TUNE_REDUCE_SHORT_ROWS=0 runs
-  // `rows` instead, =2 gives every lane group 2 rows at a time.
+  // rows kernel planned above runs). OPRT_TUNE_REDUCE_SHORT_ROWS (tests): 0
+  // runs `rows` instead, 2 gives every lane group 2 rows at a time.
   const int64_t short_form = tuned("REDUCE_SHORT_ROWS", 1);
   if (short_form > 0 && rows_contiguous && d->runs == 1 && d->splits == 1 && d->run_length % vec == 0 &&
       row_vectors <= 32 * kShortVectors && strides_aligned16(kept, 1, element_size)) {
@@ -434,7 +403,7 @@ void launch_finish(const ReduceSumNvidia& d, void (*kernel)(Params...), unsigned
 }
 
 // Threads per row in finish_rows_kernel: enough that each adds at most 4
-// partials, 32 to kFinishThreads (A/B: OPRT_TUNE_REDUCE_FINISH_THREADS).
+// partials, 32 to kFinishThreads (tests: OPRT_TUNE_REDUCE_FINISH_THREADS).
 template <class T, class Index>
 void launch_finish_rows(const ReduceSumNvidia& d, T* out, const float* partials, cudaStream_t stream) {
   visit_pow2<32, kFinishThreads>(d.finish_threads, "reduce_sum: finishing threads per row", [&](auto f) {
@@ -571,7 +540,8 @@ void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* parti
                   OffsetCalc<2, Index>(d.plane_layout), args, int64_t{d.tx} * VEC);
 }
 
-void execute(const ReduceSumNvidia& d, void* workspace, void* out, const void* src, cudaStream_t stream) {
+void execute(const ReduceSumNvidia& d, void* workspace, void* out, const void* src, void* stream_handle) {
+  const cudaStream_t stream = static_cast<cudaStream_t>(stream_handle);
   require_data(out, "out", d.rows);
   require_data(src, "src", d.rows * d.reduced_numel);
   if (d.kind == Kind::kEmpty) return;
@@ -600,31 +570,4 @@ void execute(const ReduceSumNvidia& d, void* workspace, void* out, const void* s
 }  // namespace
 }  // namespace oprt::nvidia
 
-using oprt::nvidia::ReduceSumNvidia;
-
-extern "C" {
-
-oprt_status_t oprt_create_reduce_sum_descriptor_nvidia(oprt_descriptor_t* desc, const oprt_tensor_view_t* out,
-                                                       const oprt_tensor_view_t* src, const int32_t* dims,
-                                                       int32_t num_dims, int32_t keepdim) {
-  return oprt::create_descriptor<ReduceSumNvidia>(
-      __func__, desc, [&] { return oprt::nvidia::create(out, src, dims, num_dims, keepdim); });
-}
-
-oprt_status_t oprt_get_reduce_sum_workspace_size_nvidia(oprt_descriptor_t desc, size_t* workspace_bytes) {
-  return oprt::get_workspace_size<ReduceSumNvidia>(__func__, desc, workspace_bytes);
-}
-
-oprt_status_t oprt_execute_reduce_sum_nvidia(oprt_descriptor_t desc, void* workspace, size_t workspace_bytes,
-                                             void* out, const void* src, void* stream) {
-  return oprt::execute_descriptor<ReduceSumNvidia>(
-      __func__, desc, workspace, workspace_bytes, [&](const ReduceSumNvidia& d) {
-        oprt::nvidia::execute(d, workspace, out, src, static_cast<cudaStream_t>(stream));
-      });
-}
-
-oprt_status_t oprt_destroy_reduce_sum_descriptor_nvidia(oprt_descriptor_t desc) {
-  return oprt::destroy_descriptor<ReduceSumNvidia>(__func__, desc);
-}
-
-}  // extern "C"
+OPRT_DEFINE_OP(reduce_sum, nvidia, oprt::nvidia::ReduceSumNvidia, oprt::nvidia::create, oprt::nvidia::execute)

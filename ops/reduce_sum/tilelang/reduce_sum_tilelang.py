@@ -1,6 +1,6 @@
 """reduce_sum on TileLang: sums accumulated in float32 and rounded once.
 
-Canonical forms (the backend reduces every request to one of them, staging
+Canonical forms (plan() below reduces every request to one of them, staging
 the source through the workspace when its layout is not one of these):
 
   rows      src [M, N] dense, sum over N            -> out [M, S] (strided)
@@ -13,11 +13,11 @@ kernel writes the result straight into the caller's out (viewed as
 workspace. rows (`finish`) then adds them in the same launch: each block
 counts itself in an int32 counter of its row, and the row's last block
 adds the S partials in a fixed order into out and sets the counter back
-to 0 (a second launch cost 2.1-3.4 us on the H200). columns leaves them
-to a second launch of the same kernel (input float32): the same finish
-made 8192^2 over dim 0 slower there (bf16 47.0 -> 48.6 / 52.7 us in two
-forms; docs/performance-history.md, TileLang, fourteenth session). Every
-partition depends only on the shape, so results are bitwise reproducible.
+to 0 (a second launch costs a few microseconds). columns leaves them to a
+second launch of the same kernel (input float32): there the same finish
+ran slower than the second launch (8192^2 bf16 over dim 0, in two forms of
+it). Every partition depends only on the shape, so results are bitwise
+reproducible.
 
 Kernels (sizes T.dynamic):
   rows(src, out, vec, unroll)  one block of 256 threads per (row, segment); grid (M, S)
@@ -35,20 +35,20 @@ vec > 1 uses 16-byte loads and needs the row length (or C) to be a multiple
 of vec and the pointers 16-byte aligned; vec = 1 uses coalesced scalar loads.
 """
 
+import math
 
 import tilelang.language as T
+import torch
 
-from operator_runtime._internal.tilelang_common import (RESIDENT_BLOCKS, block_sum, column_tile,
-                                                        load_column_round, rows_per_warp, vector_width)
+from operator_runtime.tilelang_authoring import (DTYPES, F32, RESIDENT_BLOCKS, TARGET_BLOCKS, block_sum, column_tile,
+                                                 load_column_round, rows_per_warp, segments, tuned_off, vector_width)
 
-DTYPES = ("float32", "float16", "bfloat16")
 THREADS = 256
 GROUP_ROW_LANES = (4, 8, 16, 32)  # group_rows: lanes per row (2 vectors each per step)
-# rows split into segments (few long rows): vectors in flight per thread. On the
-# H200 a sum of 64M bf16 to a scalar ran 40.0 / 38.5 / 38.4 us at 2 / 4 / 8,
-# float32 70.4 / 68.5 / 67.0 (docs/data/tilelang-h200-2026-12-03f-rows-split-ab.txt)
+# rows split into segments (few long rows): vectors in flight per thread; more
+# loads in flight ran faster up to 8 (a sum of 64M elements to a scalar, bf16
+# and float32 alike).
 SPLIT_UNROLL = 8
-F32 = "float32"
 
 
 @T.macro
@@ -331,3 +331,175 @@ def variants():
     for name, factory, args in out:
         unique.setdefault((factory.__name__, args), (name, factory, args))
     return sorted(unique.values(), key=lambda v: v[0])
+
+
+# -- planning ---------------------------------------------------------------------------------
+
+def _plan_rows(p, src_dtype, out_dtype, M: int, N: int):
+    """Body (src [M, N] dense view, out [M] strided view, ws)."""
+    sd, od = p.dtype_name(src_dtype), p.dtype_name(out_dtype)
+    vec = vector_width(sd)
+    if N <= 512:
+        if vec > 1 and N % vec == 0:
+            lanes = next((n for n in GROUP_ROW_LANES if n * 2 * vec >= N), GROUP_ROW_LANES[-1])
+            pick = p.launcher(group_rows, (sd, od, lanes), (sd, od), scalar_factory=warp_rows)
+            return (lambda src, out, ws: pick(p.aligned(src))(src, out)), f"group_rows{lanes}"
+        kernel = p.kernel(warp_rows, (sd, od))
+        return (lambda src, out, ws: kernel(src, out)), "warp_rows"
+    S = segments(M, N, 8192)
+    if S == 1:
+        pick = p.launcher(rows, (sd, od, vec) if N % vec == 0 else (sd, od, 1), (sd, od, 1))
+
+        def run(src, out, ws):
+            pick(p.aligned(src))(src, out.as_strided((M, 1), (out.stride(0), 1)))
+
+        return run, "rows"
+    # S segments per row, a block each, into float32 partials; each row's
+    # last block adds them up (one launch; see finish_by_last_block)
+    scalar = (sd, od, 1, 2, True)
+    pick = p.launcher(rows, (sd, od, vec, SPLIT_UNROLL, True) if N % vec == 0 else scalar, scalar)
+    name = f"partials{len(p.ws.regions)}"
+    p.ws.add(name, M * S, torch.float32)
+    counters = p.ZeroedCounters(M)
+    regions = p.ws
+
+    def run(src, out, ws):
+        pick(p.aligned(src))(src, regions.view(ws, name, (M, S)), counters.get(ws), out)
+
+    return run, f"rows_split{S}"
+
+
+def _plan_columns(p, src_dtype, out_dtype, B: int, R: int, C: int):
+    """Body (src [B, R, C] dense view, out [B, 1, C] strided view, ws)."""
+    sd, od = p.dtype_name(src_dtype), p.dtype_name(out_dtype)
+    vec = vector_width(sd)
+    use_vec = C % vec == 0
+    tiles = B * -(-C // (32 * (vec if use_vec else 1)))  # a block per 32 lanes x vec columns
+    # 8 blocks per SM: more segments than 4 per SM ran faster for 8192^2 over
+    # dim 0, float32 and bf16 alike.
+    S = segments(tiles, R, 64, 2 * TARGET_BLOCKS)
+    scalar = (sd, od if S == 1 else F32, 1)
+    vec_args = scalar[:2] + (vec,) if use_vec else scalar
+    if S > 1 and use_vec and src_dtype.itemsize == 2 and not tuned_off("TILELANG_COLUMN_SLOTS"):
+        # 16-bit: 2 accumulator vectors, not 4: 62 registers, 4 blocks per SM
+        # (91 registers and 2 blocks with 4), which ran faster for 16-bit
+        # sources; float32 so held ran slower.
+        vec_args += (4, 2)
+    pick = p.launcher(columns, vec_args, scalar)
+    if S == 1:
+        return (lambda src, out, ws: pick(p.aligned(src))(src, out)), "columns"
+    name = f"partials{len(p.ws.regions)}"
+    p.ws.add(name, B * S * C, torch.float32)
+    second = p.kernel(columns, (F32, od, 1))
+    regions = p.ws
+
+    def run(src, out, ws):
+        partials = regions.view(ws, name, (B, S, C))
+        pick(p.aligned(src))(src, partials)
+        second(partials, out)
+
+    return run, f"columns_split{S}"
+
+
+def _out_strides_by_dim(src, out, dims, keepdim) -> list:
+    """out's stride for every src dim (0 for reduced dims)."""
+    strides, k = [], 0
+    for d in range(src.dim()):
+        if d in dims:
+            strides.append(0)
+            k += 1 if keepdim else 0
+        else:
+            strides.append(out.stride(k))
+            k += 1
+    return strides
+
+
+def _plan_degenerate(p, src, out, kept, kept_shape, out_by_dim):
+    """A sum over nothing (zeros), or over size-1 dims only (a copy)."""
+    if src.numel() == 0:  # a broadcast copy of a zero scalar
+        zero = torch.zeros((), dtype=out.dtype, device=out.device)
+        body = p.strided_copy(out.dtype, out.dtype, kept_shape, [0] * len(kept), [out_by_dim[d] for d in kept])
+        return p.done("zeros", lambda o, ins, ws: body(zero, o))
+    body = p.strided_copy(src.dtype, out.dtype, kept_shape, [src.stride(d) for d in kept],
+                          [out_by_dim[d] for d in kept])
+    return p.done("copy", lambda o, ins, ws: body(ins[0], o))
+
+
+def plan(p, out, inputs, params):
+    (src,), (dims, keepdim) = inputs, params
+    if out.numel() == 0:
+        return p.done("empty")
+    out_by_dim = _out_strides_by_dim(src, out, dims, keepdim)
+    kept = [d for d in range(src.dim()) if d not in dims]
+    reduced = [d for d in range(src.dim()) if d in dims]
+    kept_shape = [src.shape[d] for d in kept]
+    r_shape, (r_src,) = p.coalesce([src.shape[d] for d in reduced], [[src.stride(d) for d in reduced]])
+    if src.numel() == 0 or not r_shape:
+        return _plan_degenerate(p, src, out, kept, kept_shape, out_by_dim)
+
+    k_shape, (k_src, k_out) = p.coalesce(kept_shape, [[src.stride(d) for d in kept], [out_by_dim[d] for d in kept]])
+    M = math.prod(k_shape)
+    # rows: reduced dims are the contiguous tail of src
+    if len(r_shape) == 1 and r_src[0] == 1 and (not k_shape or (len(k_shape) == 1 and k_src[0] == r_shape[0])):
+        N = r_shape[0]
+        out_stride = k_out[0] if k_shape else 1
+        body, variant = _plan_rows(p, src.dtype, out.dtype, M, N)
+        return p.done(variant, lambda o, ins, ws: body(ins[0].as_strided((M, N), (N, 1)),
+                                                       o.as_strided((M,), (out_stride,)), ws))
+    # columns: one reduced dim of stride C over [B, C] kept dims
+    if len(r_shape) == 1 and k_shape and k_src[-1] == 1 and r_src[0] == k_shape[-1] and (
+            len(k_shape) == 1 or (len(k_shape) == 2 and k_src[0] == r_shape[0] * k_shape[-1])):
+        C, R = k_shape[-1], r_shape[0]
+        B = k_shape[0] if len(k_shape) == 2 else 1
+        ob = k_out[0] if len(k_shape) == 2 else 0
+        body, variant = _plan_columns(p, src.dtype, out.dtype, B, R, C)
+        return p.done(variant, lambda o, ins, ws: body(ins[0].as_strided((B, R, C), (R * C, C, 1)),
+                                                       o.as_strided((B, 1, C), (ob, 0, k_out[-1])), ws))
+
+    # staged: gather src as [kept (out's order), reduced] into the workspace, then rows
+    ko_shape, (ko_out, ko_src) = p.coalesce(kept_shape, [[out_by_dim[d] for d in kept], [src.stride(d) for d in kept]])
+    N = math.prod(r_shape)
+    gshape = list(ko_shape) + list(r_shape)
+    p.ws.add("src", M * N, src.dtype)
+    gather = p.strided_copy(src.dtype, src.dtype, gshape, list(ko_src) + list(r_src), p.contiguous_strides(gshape))
+    out_direct = len(ko_shape) <= 1
+    if not out_direct:
+        p.ws.add("out", M, out.dtype)
+        scatter = p.strided_copy(out.dtype, out.dtype, ko_shape, p.contiguous_strides(ko_shape), ko_out)
+    out_stride = ko_out[0] if ko_shape else 1
+    body, variant = _plan_rows(p, src.dtype, out.dtype, M, N)
+    regions = p.ws
+
+    def run(o, ins, ws):
+        staged = regions.view(ws, "src", (M, N))
+        gather(ins[0], staged)
+        if out_direct:
+            body(staged, o.as_strided((M,), (out_stride,)), ws)
+        else:
+            result = regions.view(ws, "out", (M,))
+            body(staged, result, ws)
+            scatter(result, o)
+
+    return p.done(variant + "+staged", run)
+
+
+def cuts(out, inputs, params):
+    """Pieces cut kept dims: (src dim, out dim) pairs."""
+    dims, keepdim = params
+    pairs, k = [], 0
+    for d in range(inputs[0].dim()):
+        if d in dims:
+            k += 1 if keepdim else 0
+        else:
+            pairs.append((d, k))
+            k += 1
+    return pairs
+
+
+def split_reduction(out, inputs, params):
+    """With no kept dim to cut: the first reduced dim of size > 1 is split
+    into float32 partials, which a sum over their leading dim adds into out."""
+    dims, _ = params
+    src = inputs[0]
+    reduced = [d for d in dims if src.shape[d] > 1]
+    return (min(reduced), ((0,), False)) if reduced else None

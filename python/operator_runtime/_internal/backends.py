@@ -16,12 +16,11 @@ from typing import Sequence
 
 import torch
 
-from ..backend import Backend
+from ..backend import Backend, parse_backend
 from ..errors import BackendUnavailableError
 from . import library as lib
-from .tensors import tensor_view
-
-STANDARD_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+from .cuda import CUDA_RAW_STREAM, cuda_raw_stream
+from .tensors import STANDARD_DTYPES, tensor_view
 
 
 class CDescriptor:
@@ -99,15 +98,49 @@ class CDescriptor:
             pass
 
 
-class COpFunctions:
-    """The four C entry points of one (op, backend)."""
+# C spellings in an op's signature string -> ctypes types.
+_C_TYPES = {"int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64, "double": ctypes.c_double,
+            "float": ctypes.c_float, "const int32_t*": ctypes.POINTER(ctypes.c_int32),
+            "const int64_t*": ctypes.POINTER(ctypes.c_int64)}
 
-    def __init__(self, op: str, backend: str, num_inputs: int, c_param_types: Sequence):
+
+def c_signature(op: str, backend: str) -> tuple[tuple, tuple] | None:
+    """(input names, [(C type, name)] of params) from the library's
+    oprt_<op>_signature_<backend>(), which the op's C header generates; None
+    where this build has no such op."""
+    function = lib.find_function(f"oprt_{op}_signature_{backend}", [], ctypes.c_char_p)
+    if function is None:
+        return None
+    inputs, params = [], []
+    for item in filter(None, (part.strip() for part in function().decode().split(","))):
+        kind, name = item.rsplit(" ", 1)
+        if kind == "tensor":
+            inputs.append(name)
+        else:
+            params.append((kind, name))
+    return tuple(inputs), tuple(params)
+
+
+class COpFunctions:
+    """The four C entry points of one (op, backend), typed from the
+    signature the library reports."""
+
+    def __init__(self, op: str, backend: str):
+        signature = c_signature(op, backend)
+        if signature is None:
+            raise BackendUnavailableError(backend, f"this build has no {op} kernel "
+                                          f"(oprt_{op}_signature_{backend} is not exported)")
+        inputs, params = signature
+        try:
+            param_types = [_C_TYPES[kind] for kind, _ in params]
+        except KeyError as error:
+            raise BackendUnavailableError(backend, f"{op}: the C parameter type {error} has no ctypes mapping")
+        self.num_inputs = num_inputs = len(inputs)
         view_p = ctypes.POINTER(lib.TensorView)
         ptr = ctypes.c_void_p
         names = (f"oprt_create_{op}_descriptor_{backend}", f"oprt_get_{op}_workspace_size_{backend}",
                  f"oprt_execute_{op}_{backend}", f"oprt_destroy_{op}_descriptor_{backend}")
-        argtypes = ([ctypes.POINTER(ptr), view_p] + [view_p] * num_inputs + list(c_param_types),
+        argtypes = ([ctypes.POINTER(ptr), view_p] + [view_p] * num_inputs + param_types,
                     [ptr, ctypes.POINTER(ctypes.c_size_t)],
                     [ptr, ptr, ctypes.c_size_t, ptr] + [ptr] * num_inputs + [ptr],
                     [ptr])
@@ -151,7 +184,7 @@ class CBackend:
     def create(self, op, out, inputs, params) -> CDescriptor:
         functions = self._functions.get(op.name)
         if functions is None:
-            functions = self._functions[op.name] = COpFunctions(op.name, self.name, len(inputs), op.c_param_types)
+            functions = self._functions[op.name] = COpFunctions(op.name, self.name)
         if self.device_type == "cuda" and out.device.index is not None:
             with torch.cuda.device(out.device.index):  # device facts are read for the tensors' device
                 return CDescriptor(functions, out, inputs, op.c_params(params))
@@ -167,33 +200,6 @@ class CBackend:
         """index -> the current cudaStream_t of that device, as one call into
         torch (None where this torch has no such entry point)."""
         return CUDA_RAW_STREAM if self.device_type == "cuda" else None
-
-
-# -- CUDA helpers for the per-call path (cheap private torch entry points when
-#    this torch build has them, the public API otherwise) ------------------------
-
-CUDA_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-CUDA_GET_DEVICE = getattr(torch._C, "_cuda_getDevice", None)
-_IS_CAPTURING = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
-
-
-def cuda_raw_stream(index) -> int:
-    """The cudaStream_t (as an int; 0 for the legacy default stream) that is
-    current on device `index` (None: the current device)."""
-    if index is None:
-        index = cuda_current_device()
-    if CUDA_RAW_STREAM is not None:
-        return CUDA_RAW_STREAM(index)
-    return torch.cuda.current_stream(index).cuda_stream
-
-
-def cuda_current_device() -> int:
-    return CUDA_GET_DEVICE() if CUDA_GET_DEVICE is not None else torch.cuda.current_device()
-
-
-def cuda_is_capturing() -> bool:
-    """Whether the current stream is capturing a CUDA graph."""
-    return _IS_CAPTURING() if _IS_CAPTURING is not None else torch.cuda.is_current_stream_capturing()
 
 
 def _nvidia() -> CBackend:
@@ -244,3 +250,24 @@ def backend_impl(backend: Backend):
     if error is not None:
         raise BackendUnavailableError(error.backend, error.reason)
     return impl
+
+
+def available_backends() -> list[str]:
+    """Names of the backends that can run in this process."""
+    names = []
+    for backend in Backend:
+        try:
+            backend_impl(backend)
+        except BackendUnavailableError:
+            continue
+        names.append(backend.value)
+    return names
+
+
+def backend_unavailable_reason(backend) -> str | None:
+    """None if `backend` can run here, else why it cannot."""
+    try:
+        backend_impl(parse_backend(backend))
+    except BackendUnavailableError as error:
+        return error.reason
+    return None

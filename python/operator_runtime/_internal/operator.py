@@ -24,25 +24,17 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable
 
 import torch
 
 from ..backend import default_backend, parse_backend
-from .backends import (CUDA_GET_DEVICE, CUDA_RAW_STREAM, backend_impl, cuda_current_device,
-                       cuda_is_capturing)
+from ..description import OpDescription, Plan
+from .backends import backend_impl
+from .cuda import CUDA_GET_DEVICE, CUDA_RAW_STREAM, cuda_current_device, cuda_is_capturing
 from .library import fast_call_module
 from .tensors import (_byte_span, require_dtype, require_no_partial_overlap, require_no_self_overlap,
                       require_tensor)
-
-
-@dataclass
-class Plan:
-    inputs: tuple            # tensors with out's shape (broadcast as stride-0 dims)
-    params: tuple            # normalized, hashable parameters
-    out_shape: tuple
-    out_dtype: torch.dtype   # None: any supported dtype (copy_ converts)
 
 
 class _Slot:
@@ -283,13 +275,19 @@ def _launch(impl, cuda_index, descriptor, out, inputs, workspace, device) -> Non
 
 
 class Operator:
-    def __init__(self, name: str, input_names: Sequence[str], plan: Callable, c_param_types=(),
-                 c_params: Callable = lambda params: ()):
-        self.name = name
-        self.input_names = tuple(input_names)
-        self._plan = plan
-        self.c_param_types = tuple(c_param_types)
-        self.c_params = c_params
+    """The engine of one op: validation and planning from its description,
+    the descriptor cache, and the three call forms."""
+
+    def __init__(self, description: OpDescription):
+        self.description = description
+        self.name = description.name
+        self.input_names = tuple(description.inputs)
+        self._plan = description.plan
+        self._c_params = description.c_params
+
+    def c_params(self, params: tuple) -> tuple:
+        """The C arguments after the tensor views, from the normalized params."""
+        return tuple(self._c_params(*params))
 
     # -- shared validation -------------------------------------------------
     def _resolve(self, out, inputs, params, backend):

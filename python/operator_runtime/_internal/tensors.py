@@ -17,6 +17,9 @@ DTYPE_CODES: dict[torch.dtype, int] = {
     torch.float64: 3,
 }
 
+# What the GPU backends take (the CPU adds float64).
+STANDARD_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
 
 def tensor_view(tensor: torch.Tensor, with_data: bool = True) -> TensorView:
     view = TensorView()

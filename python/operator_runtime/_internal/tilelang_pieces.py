@@ -3,19 +3,19 @@
 The TileLang kernels index with int32, so no tensor a kernel sees may hold
 more than LIMIT = 2**30 elements: half the int32 range, as the kernels'
 own bound arithmetic (a grid of ceildiv(n, 2048) blocks computes n + 2047)
-must not overflow either; on the H200 a 2**31 - 1 element piece of a
-copy launched a grid of 2**64 - 262144 blocks. A larger problem is cut along one dim
-into pieces that fit (cut again if one index of that dim is still too
-large); each piece is an ordinary descriptor, run in order on views of the
-caller's tensors:
+must not overflow either; a 2**31 - 1 element piece of a copy launched a
+grid of 2**64 - 262144 blocks. A larger problem is cut along one dim into
+pieces that fit (cut again if one index of that dim is still too large);
+each piece is an ordinary descriptor, run in order on views of the
+caller's tensors.
 
-  copy, vector_add  any dim (the inputs arrive broadcast to out's shape)
-  softmax           any dim but the softmax dim (one row must fit)
-  reduce_sum        a kept dim; with none left to cut (a sum to a scalar,
-                    or one output summing more than LIMIT elements) a
-                    reduced dim: each piece sums into float32 partials in
-                    the workspace, then one more descriptor adds the
-                    partials into out, in piece order (deterministic)
+Where an op may be cut is its kernel file's to say (tilelang_kernels):
+`cuts(out, inputs, params)`, by default every dim (elementwise ops: the
+inputs arrive broadcast to out's shape). A reduction with no dim left to
+cut (a sum to a scalar, or one output reducing more than LIMIT elements)
+names, by `split_reduction`, an input dim to split: each piece reduces
+into float32 partials in the workspace, then one more descriptor of the
+same op reduces the partials into out, in piece order (deterministic).
 
 A piece of a transposed copy is no longer a whole transpose: it runs the
 strided kernel. Correct, slower; only tensors past LIMIT elements pay it.
@@ -26,51 +26,46 @@ from __future__ import annotations
 import torch
 
 from ..errors import OperatorRuntimeError
+from .tilelang_planning import WORKSPACE_ALIGN, TileLangDescriptor
 
 LIMIT = 2**30
-WORKSPACE_ALIGN = 256  # bytes; every workspace region starts on this boundary
 
 
 def fits(out, inputs) -> bool:
     return all(t.numel() <= LIMIT for t in (out, *inputs))
 
 
-def plan_sized(plan, combine, name, out, inputs, params):
-    """plan(out, inputs, params) -> descriptor, for a problem of any size.
-    combine(variant, workspace_size, steps, parts) builds the descriptor of
-    a problem planned in pieces (`parts`: the piece descriptors)."""
+def plan_sized(plan, kernels, name, out, inputs, params):
+    """plan(out, inputs, params) -> descriptor, for a problem of any size
+    (`kernels`: the op's kernel file, whose cuts and split_reduction apply)."""
     if fits(out, inputs):
         return plan(out, inputs, params)
-    for src_dim, out_dim in _cuts(name, out, inputs, params):
+    for src_dim, out_dim in _cuts(kernels, out, inputs, params):
         size = out.shape[out_dim]
         if size > 1:
-            return _cut(plan, combine, name, out, inputs, params, src_dim, out_dim, size)
-    if name == "reduce_sum":
-        return _sum_through_partials(plan, combine, out, inputs[0], *params)
+            return _cut(plan, kernels, name, out, inputs, params, src_dim, out_dim, size)
+    split = getattr(kernels, "split_reduction", None)
+    reduction = split(out, inputs, params) if split is not None else None
+    if reduction is not None:
+        return _reduce_through_partials(plan, kernels, name, out, inputs, params, *reduction)
     raise OperatorRuntimeError(f"tilelang create {name}", 4, "OPRT_STATUS_BAD_SHAPE",
                                f"pieces hold at most {LIMIT} elements (int32 indexing): {name} "
                                f"cannot cut shape {tuple(inputs[0].shape)} into pieces that fit "
                                f"(got {max(t.numel() for t in (out, *inputs))} elements)")
 
 
-def _cuts(name, out, inputs, params) -> list:
+def _cuts(kernels, out, inputs, params) -> list:
     """(input dim, out dim) pairs along which every tensor can be cut alike."""
-    if name in ("copy", "vector_add"):
-        if any(t.shape != out.shape for t in inputs):
-            return []
-        return [(d, d) for d in range(out.dim())]
-    if name == "softmax":
-        dim = params[0] % max(out.dim(), 1)
-        return [(d, d) for d in range(out.dim()) if d != dim]
-    dims, keepdim = params
-    cuts, k = [], 0
-    for d in range(inputs[0].dim()):
-        if d in dims:
-            k += 1 if keepdim else 0
-        else:
-            cuts.append((d, k))
-            k += 1
-    return cuts
+    cuts = getattr(kernels, "cuts", None)
+    if cuts is not None:
+        return cuts(out, inputs, params)
+    if any(t.shape != out.shape for t in inputs):
+        return []
+    return [(d, d) for d in range(out.dim())]
+
+
+def _combine(variant, workspace_size, steps, parts):
+    return TileLangDescriptor(variant, workspace_size, steps, sum(p.compile_seconds for p in parts))
 
 
 def _steps_of(size, per_index):
@@ -78,11 +73,11 @@ def _steps_of(size, per_index):
     return [(i, min(step, size - i)) for i in range(0, size, step)]
 
 
-def _cut(plan, combine, name, out, inputs, params, src_dim, out_dim, size):
+def _cut(plan, kernels, name, out, inputs, params, src_dim, out_dim, size):
     per_index = max(t.numel() for t in (out, *inputs)) // size
     parts = []
     for start, length in _steps_of(size, per_index):
-        piece = plan_sized(plan, combine, name, out.narrow(out_dim, start, length),
+        piece = plan_sized(plan, kernels, name, out.narrow(out_dim, start, length),
                            [t.narrow(src_dim, start, length) for t in inputs], params)
         parts.append((start, length, piece))
 
@@ -90,21 +85,19 @@ def _cut(plan, combine, name, out, inputs, params, src_dim, out_dim, size):
         for start, length, piece in parts:
             piece.execute(o.narrow(out_dim, start, length), [t.narrow(src_dim, start, length) for t in ins], ws, None)
 
-    return combine(f"{parts[0][2].variant}+pieces{len(parts)}", max(p.workspace_size for _, _, p in parts), [run],
-                   [p for _, _, p in parts])
+    return _combine(f"{parts[0][2].variant}+pieces{len(parts)}", max(p.workspace_size for _, _, p in parts), [run],
+                    [p for _, _, p in parts])
 
 
-def _sum_through_partials(plan, combine, out, src, dims, keepdim):
-    reduced = [d for d in range(src.dim()) if d in dims and src.shape[d] > 1]
-    dim = reduced[0]  # a reduced dim of size > 1 exists: src is too large and no kept dim can be cut
+def _reduce_through_partials(plan, kernels, name, out, inputs, params, dim, final_params):
+    src = inputs[0]
     size = src.shape[dim]
     cuts = _steps_of(size, src.numel() // size)
     shape = tuple(out.shape)
     partials = torch.empty((len(cuts),) + shape, dtype=torch.float32, device=out.device)  # planning only
-    parts = [(start, length, plan_sized(plan, combine, "reduce_sum", partials[j], [src.narrow(dim, start, length)],
-                                        (dims, keepdim)))
+    parts = [(start, length, plan_sized(plan, kernels, name, partials[j], [src.narrow(dim, start, length)], params))
              for j, (start, length) in enumerate(cuts)]
-    final = plan_sized(plan, combine, "reduce_sum", out, [partials], ((0,), False))
+    final = plan_sized(plan, kernels, name, out, [partials], final_params)
     partial_bytes = partials.numel() * 4
     scratch = -(-partial_bytes // WORKSPACE_ALIGN) * WORKSPACE_ALIGN  # the pieces' own workspace starts here
     need = max([p.workspace_size for _, _, p in parts] + [final.workspace_size])
@@ -117,4 +110,4 @@ def _sum_through_partials(plan, combine, out, src, dims, keepdim):
         final.execute(o, [sums], rest, None)
 
     variant = f"{parts[0][2].variant}+partials{len(parts)}"
-    return combine(variant, scratch + need, [run], [p for _, _, p in parts] + [final])
+    return _combine(variant, scratch + need, [run], [p for _, _, p in parts] + [final])

@@ -1,13 +1,14 @@
-"""The public operators, three forms each: op(...), op_(out, ...), prepare_op(out, ...)."""
+"""The operators: one module per op, each holding its DESCRIPTION (see
+operator_runtime.description). Every op found here gets three public
+functions: op(...), op_(out, ...) and prepare_op(out, ...)."""
 
-from .copy import copy, copy_, prepare_copy
-from .reduce_sum import prepare_reduce_sum, reduce_sum, reduce_sum_
-from .softmax import prepare_softmax, softmax, softmax_
-from .vector_add import prepare_vector_add, vector_add, vector_add_
+from .._internal.registry import discover, public_forms
 
-__all__ = [
-    "copy", "copy_", "prepare_copy",
-    "vector_add", "vector_add_", "prepare_vector_add",
-    "reduce_sum", "reduce_sum_", "prepare_reduce_sum",
-    "softmax", "softmax_", "prepare_softmax",
-]
+DESCRIPTIONS = discover(__name__, __path__)
+
+__all__ = []
+for _description in DESCRIPTIONS.values():
+    _forms = public_forms(_description)
+    globals().update(_forms)
+    __all__ += list(_forms)
+del _description, _forms

@@ -3,30 +3,26 @@
 
 from __future__ import annotations
 
-import ctypes
+import torch
 
-from .._internal.operator import Operator, Plan
-from .._internal.tensors import normalize_dim
+from ..description import OpDescription, Param
+from ..families import ALONG_DIM_TINY, along_dim_benchmarks, along_dim_cases, along_dim_error_cases, along_dim_plan
 
-
-def _plan(out, src, dim=-1):
-    dim = normalize_dim("softmax", dim, src.dim())
-    return Plan((src,), (dim,), tuple(src.shape), src.dtype)
-
-
-_SOFTMAX = Operator("softmax", ("src",), _plan, c_param_types=(ctypes.c_int32,), c_params=lambda p: p)
-
-
-def softmax(src, dim=-1, *, backend=None):
-    """A new tensor: softmax of ``src`` along ``dim``."""
-    return _SOFTMAX.call(None, (src,), (dim,), backend)
-
-
-def softmax_(out, src, dim=-1, *, backend=None):
-    """Writes softmax of ``src`` along ``dim`` into ``out`` (which may be ``src``); returns ``out``."""
-    return _SOFTMAX.call(out, (src,), (dim,), backend)
-
-
-def prepare_softmax(out, src, dim=-1, *, backend=None):
-    """A PreparedOp running ``softmax_(out, src, dim)``."""
-    return _SOFTMAX.prepare(out, (src,), (dim,), backend)
+DESCRIPTION = OpDescription(
+    name="softmax",
+    summary="softmax of src along dim",
+    family="along_dim",
+    inputs=("src",),
+    params=(Param("dim", -1),),
+    plan=along_dim_plan("softmax"),
+    c_params=lambda dim: (dim,),
+    reference=lambda src, dim=-1: torch.softmax(src, dim),
+    torch_out=lambda out, src, dim=-1: torch.ops.aten._softmax.out(src, dim, False, out=out),
+    flops_per_element=5,
+    accuracy="normalized",
+    special_values="rows",
+    cases=along_dim_cases(),
+    error_cases=along_dim_error_cases(),
+    tiny=ALONG_DIM_TINY,
+    benchmarks=along_dim_benchmarks(),
+)

@@ -1,0 +1,16 @@
+"""relu on TileLang: out = max(src, 0) elementwise, NaN kept (as
+torch.relu); an instance of the elementwise layer (flat, transposed and
+any-strides kernels; out may be src itself)."""
+
+import tilelang.language as T
+
+from operator_runtime.tilelang_authoring import F32, Unary
+
+
+def relu(x):
+    """0 where x < 0, else x: a NaN compares false and stays (a max would drop it)."""
+    return T.if_then_else(x < T.float32(0), T.float32(0), x)
+
+
+RELU = Unary("relu", relu, compute=F32)
+plan, variants = RELU.plan, RELU.variants

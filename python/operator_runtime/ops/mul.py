@@ -1,0 +1,24 @@
+"""mul: ``a * b`` with torch broadcasting; a, b and out share a dtype."""
+
+from __future__ import annotations
+
+import torch
+
+from ..description import OpDescription
+from ..families import BINARY_TINY, binary_benchmarks, binary_cases, elementwise_error_cases, elementwise_plan
+
+DESCRIPTION = OpDescription(
+    name="mul",
+    summary="a * b (broadcast shape, the inputs' dtype)",
+    family="elementwise",
+    inputs=("a", "b"),
+    plan=elementwise_plan("mul", ("a", "b")),
+    reference=torch.mul,
+    torch_out=lambda out, a, b: torch.mul(a, b, out=out),
+    flops_per_element=1,
+    special_values="elementwise",
+    cases=binary_cases(),
+    error_cases=elementwise_error_cases(2),
+    tiny=BINARY_TINY,
+    benchmarks=binary_benchmarks(),
+)
