@@ -8,9 +8,9 @@ from operator_runtime.tilelang_authoring import F32, Unary
 
 
 def relu(x):
-    """0 where x < 0, else x: a NaN compares false and stays (a max would drop it)."""
-    return T.if_then_else(x < T.float32(0), T.float32(0), x)
+    """0 where x < 0, else x: a NaN compares false and stays (fmaxf would drop it)."""
+    return T.Select(x < T.float32(0), T.float32(0), x)
 
 
-RELU = Unary("relu", relu, compute=F32)
+RELU = Unary("relu", relu, compute=F32, selects=True)
 plan, variants = RELU.plan, RELU.variants

@@ -57,14 +57,18 @@ class Elementwise:
 
     fn: the scalar function, on TileLang expressions of dtype `compute` (or
     of the loaded dtype where compute is None); `name`: the op, which also
-    names the kernels (<name>_contiguous, ...)."""
+    names the kernels (<name>_contiguous, ...). selects: fn picks between
+    values (T.Select); TileLang does not vectorize a pick over global loads,
+    so the contiguous kernel then loads the thread's 16-byte vectors into
+    registers first (row_bias does not: no binary op selects yet)."""
 
     arity = 0
 
-    def __init__(self, name: str, fn, compute: str | None = None):
+    def __init__(self, name: str, fn, compute: str | None = None, selects: bool = False):
         self.name = name
         self.fn = fn
         self.compute = compute
+        self.selects = selects
 
     def value(self, loads, out_dtype: str):
         """fn of the loaded values, rounded once into out_dtype."""
@@ -83,9 +87,9 @@ class Unary(Elementwise):
 
     arity = 1
 
-    def __init__(self, name: str, fn, compute: str | None = None, converts: bool = False,
+    def __init__(self, name: str, fn, compute: str | None = None, selects: bool = False, converts: bool = False,
                  in_place_noop: bool = False):
-        super().__init__(name, fn, compute)
+        super().__init__(name, fn, compute, selects)
         self.converts = converts
         self.in_place_noop = in_place_noop
 
@@ -117,8 +121,8 @@ class Binary(Elementwise):
 
     arity = 2
 
-    def __init__(self, name: str, fn, compute: str | None = F32, commutative: bool = False):
-        super().__init__(name, fn, compute)
+    def __init__(self, name: str, fn, compute: str | None = F32, selects: bool = False, commutative: bool = False):
+        super().__init__(name, fn, compute, selects)
         self.commutative = commutative
         self.in_place_noop = False
 
@@ -153,14 +157,36 @@ def contiguous(op: Elementwise, dtype: str, out_dtype: str, vec: int, unroll: in
     N = T.dynamic("N")
 
     @T.macro
+    def through_registers(ins, out, base, tx):
+        """A full tile: every input vector of the thread loaded into registers
+        before the first store (out may alias an input, so nvcc would not
+        move a load above a store), then computed and stored."""
+        regs = T.alloc_local((unroll, len(ins), vec), dtype)
+        res = T.alloc_local((vec,), out_dtype)
+        for u in T.unroll(unroll):
+            for v in T.vectorized(vec):
+                regs[u, 0, v] = ins[0][base + (u * threads + tx) * vec + v]
+            if len(ins) == 2:
+                for v in T.vectorized(vec):
+                    regs[u, 1, v] = ins[1][base + (u * threads + tx) * vec + v]
+        for u in T.unroll(unroll):
+            for v in T.unroll(vec):
+                res[v] = op.value([regs[u, k, v] for k in range(len(ins))], out_dtype)
+            for v in T.vectorized(vec):
+                out[base + (u * threads + tx) * vec + v] = res[v]
+
+    @T.macro
     def flat(ins, out, bx):
         tx = T.get_thread_binding()
         base = bx * tile
         if base + tile <= N:
-            for u in T.unroll(unroll):
-                for v in T.vectorized(vec):
-                    out[base + (u * threads + tx) * vec + v] = op.value(
-                        [x[base + (u * threads + tx) * vec + v] for x in ins], out_dtype)
+            if op.selects:
+                through_registers(ins, out, base, tx)
+            else:
+                for u in T.unroll(unroll):
+                    for v in T.vectorized(vec):
+                        out[base + (u * threads + tx) * vec + v] = op.value(
+                            [x[base + (u * threads + tx) * vec + v] for x in ins], out_dtype)
         else:
             for u in T.unroll(unroll):
                 for v in T.serial(vec):

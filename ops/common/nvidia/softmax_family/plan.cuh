@@ -238,9 +238,10 @@ void plan_split(SoftmaxFamilyPlan& d, int vec) {
 
 // Rows longer than a block's registers hold: rows_twice for many rows, a
 // cluster holding the row where one of at most 8 blocks does (at most 4
-// with more rows than SMs, where rows_split ran faster; OPRT_TUNE_SOFTMAX_
-// CLUSTER_MAX: the largest, 1 none), rows_resident for no more rows than
-// SMs (sm_90; OPRT_TUNE_SOFTMAX_RESIDENT=0: not), else the split kernels.
+// with more rows than SMs, where rows_split ran faster;
+// OPRT_TUNE_SOFTMAX_CLUSTER_MAX: the largest, 1 none), rows_resident for no
+// more rows than SMs (sm_90; OPRT_TUNE_SOFTMAX_RESIDENT=0: not), else the
+// split kernels.
 template <class E>
 void plan_long_rows(SoftmaxFamilyPlan& d, int64_t vectors, int vec) {
   const int64_t sms = current_device_info().sm_count;
@@ -401,8 +402,8 @@ void plan_contiguous_rows(SoftmaxFamilyPlan& d, const SoftmaxProblem& p) {
 // are checked at execute), and a tile's rows fit in the shared memory of at
 // most 16 blocks (100 KB each). The smallest such cluster with at least a
 // block per SM in all. Threads across a tile: 8 in float32 (128 bytes), 4
-// in 16-bit (64 bytes), the faster widths (OPRT_TUNE_SOFTMAX_COLUMN_
-// CLUSTER_TX sets it; _COLUMN_CLUSTER=0: no columns_cluster).
+// in 16-bit (64 bytes), the faster widths
+// (OPRT_TUNE_SOFTMAX_COLUMN_CLUSTER_TX sets it; _COLUMN_CLUSTER=0: none).
 template <class E>
 void plan_columns_cluster(SoftmaxFamilyPlan& d, int element_size, int vec) {
   if (tuned("SOFTMAX_COLUMN_CLUSTER", 1) != 1 || current_device_info().cc_major < 9 || d.src_col_stride != 1 ||
