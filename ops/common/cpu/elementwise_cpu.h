@@ -27,6 +27,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "../descriptor.h"
 #include "../layout.h"
 #include "../tuning.h"
 #include "cpu_types.h"
@@ -367,6 +368,43 @@ void run_elementwise(const ElementwisePlan<K + 1>& plan, Out* out, const In* con
       dense_run<decltype(mask)::value>(reinterpret_cast<Out*>(p[0]), x, count, plan.stream, op, inputs);
     });
   }, std::make_integer_sequence<unsigned, 1u << K>{});
+}
+
+// An elementwise op whose inputs and out share one dtype (vector_add, mul,
+// relu): the descriptor, its validation and its run, so that the op's file
+// holds only its scalar function. N operands: out, then the inputs.
+template <int N>
+struct SameDtypeElementwise : oprt_descriptor {
+  explicit SameDtypeElementwise(uint64_t tag) : oprt_descriptor(tag) {}
+  ElementwisePlan<N> plan;
+  int32_t dtype = 0;
+};
+
+// D derives from SameDtypeElementwise<N> and is default-constructible.
+template <class D, int N>
+D* create_same_dtype_elementwise(const oprt_tensor_view_t* const (&views)[N], const char* const (&names)[N]) {
+  int32_t dtype = 0;
+  const ElementwisePlan<N> plan = plan_same_dtype<N>(views, names, &dtype);
+  auto* d = new D;
+  d->plan = plan;
+  d->dtype = dtype;
+  d->variant = plan.variant();
+  return d;
+}
+
+// Runs op over the planned layout; inputs[k] is input k's data.
+template <int N, class Op>
+void execute_same_dtype_elementwise(const SameDtypeElementwise<N>& d, void* out, const void* const (&inputs)[N - 1],
+                                    const Op& op) {
+  const int64_t numel = d.plan.layout.numel();
+  require_data(out, "out", numel);
+  for (int k = 0; k + 1 < N; ++k) require_data(inputs[k], "input", numel);
+  dispatch_dtype(d.dtype, [&](auto type) {
+    using T = decltype(type);
+    const T* typed[N - 1];
+    for (int k = 0; k + 1 < N; ++k) typed[k] = static_cast<const T*>(inputs[k]);
+    run_elementwise(d.plan, static_cast<T*>(out), typed, op);
+  });
 }
 
 }  // namespace oprt::cpu

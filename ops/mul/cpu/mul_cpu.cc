@@ -4,18 +4,14 @@
 // b itself.
 #include "../mul_api.h"
 
-#include "../../common/cpu/cpu_types.h"
 #include "../../common/cpu/elementwise_cpu.h"
-#include "../../common/descriptor.h"
 
 namespace oprt::cpu {
 namespace {
 
-struct MulCpu : oprt_descriptor {
+struct MulCpu : SameDtypeElementwise<3> {  // operands: out, a, b
   static constexpr const char* kName = "mul/cpu";
-  MulCpu() : oprt_descriptor(descriptor_tag(kName)) {}
-  ElementwisePlan<3> plan;  // operands: out, a, b
-  int32_t dtype = 0;
+  MulCpu() : SameDtypeElementwise(descriptor_tag(kName)) {}
 };
 
 // The product of two float16 or bfloat16 values is exact in float, so the
@@ -26,25 +22,11 @@ struct Multiply {
 };
 
 MulCpu* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* a, const oprt_tensor_view_t* b) {
-  int32_t dtype = 0;
-  const ElementwisePlan<3> plan = plan_same_dtype<3>({out, a, b}, {"out", "a", "b"}, &dtype);
-  auto* d = new MulCpu;
-  d->plan = plan;
-  d->dtype = dtype;
-  d->variant = plan.variant();
-  return d;
+  return create_same_dtype_elementwise<MulCpu, 3>({out, a, b}, {"out", "a", "b"});
 }
 
 void execute(const MulCpu& d, void* /*workspace*/, void* out, const void* a, const void* b, void* /*stream*/) {
-  const int64_t numel = d.plan.layout.numel();
-  require_data(out, "out", numel);
-  require_data(a, "a", numel);
-  require_data(b, "b", numel);
-  dispatch_dtype(d.dtype, [&](auto type) {
-    using T = decltype(type);
-    const T* inputs[2] = {static_cast<const T*>(a), static_cast<const T*>(b)};
-    run_elementwise(d.plan, static_cast<T*>(out), inputs, Multiply{});
-  });
+  execute_same_dtype_elementwise<3>(d, out, {a, b}, Multiply{});
 }
 
 }  // namespace

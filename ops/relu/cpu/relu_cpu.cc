@@ -3,18 +3,14 @@
 // instance of the shared elementwise layer; out may be src itself.
 #include "../relu_api.h"
 
-#include "../../common/cpu/cpu_types.h"
 #include "../../common/cpu/elementwise_cpu.h"
-#include "../../common/descriptor.h"
 
 namespace oprt::cpu {
 namespace {
 
-struct ReluCpu : oprt_descriptor {
+struct ReluCpu : SameDtypeElementwise<2> {  // operands: out, src
   static constexpr const char* kName = "relu/cpu";
-  ReluCpu() : oprt_descriptor(descriptor_tag(kName)) {}
-  ElementwisePlan<2> plan;  // operands: out, src
-  int32_t dtype = 0;
+  ReluCpu() : SameDtypeElementwise(descriptor_tag(kName)) {}
 };
 
 // MAXPS returns its second operand when the two compare equal (-0.0 vs 0.0)
@@ -29,24 +25,11 @@ struct Relu {
 };
 
 ReluCpu* create(const oprt_tensor_view_t* out, const oprt_tensor_view_t* src) {
-  int32_t dtype = 0;
-  const ElementwisePlan<2> plan = plan_same_dtype<2>({out, src}, {"out", "src"}, &dtype);
-  auto* d = new ReluCpu;
-  d->plan = plan;
-  d->dtype = dtype;
-  d->variant = plan.variant();
-  return d;
+  return create_same_dtype_elementwise<ReluCpu, 2>({out, src}, {"out", "src"});
 }
 
 void execute(const ReluCpu& d, void* /*workspace*/, void* out, const void* src, void* /*stream*/) {
-  const int64_t numel = d.plan.layout.numel();
-  require_data(out, "out", numel);
-  require_data(src, "src", numel);
-  dispatch_dtype(d.dtype, [&](auto type) {
-    using T = decltype(type);
-    const T* inputs[1] = {static_cast<const T*>(src)};
-    run_elementwise(d.plan, static_cast<T*>(out), inputs, Relu{});
-  });
+  execute_same_dtype_elementwise<2>(d, out, {src}, Relu{});
 }
 
 }  // namespace
