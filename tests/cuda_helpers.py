@@ -29,6 +29,7 @@ from operator_runtime._internal.backends import backend_impl
 from operator_runtime._internal.library import library
 from operator_runtime._internal.tensors import DTYPE_CODES
 from operator_runtime.ops import DESCRIPTIONS
+from test_c_abi import create, functions, view
 from operator_runtime_testing import (ACCUMULATION_EPS, TOLERANCES, assert_bitwise_equal, make_generator,
                                       make_tensor, reduction_tolerance)
 
@@ -351,8 +352,6 @@ def planned_variant(op, shape, input_strides, out_dtype, in_dtype, tune, monkeyp
     """The variant the NVIDIA backend plans for op on these layouts (create
     makes no CUDA call, so this runs wherever the library has the backend),
     with OPRT_TUNE_* set to `tune` and every other knob unset."""
-    from test_c_abi import create, functions, view
-
     for key in TUNE_KNOBS:
         monkeypatch.delenv("OPRT_TUNE_" + key, raising=False)
     for key, value in tune.items():

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+import pytest
 import torch
 from hypothesis import strategies as st
 
@@ -109,8 +110,6 @@ def spec_for(name: str) -> OpSpec:
 
 def skip_unless_available(name: str, backend: str, device) -> None:
     """Skips the test when `backend` has no kernel for op `name`."""
-    import pytest
-
     description = DESCRIPTIONS[name]
     case = next((c for c in description.cases if all(len(s) for s in c.shapes)), description.cases[0])
     inputs = [torch.ones(s, dtype=torch.float32, device=device) for s in case.shapes]
