@@ -378,6 +378,7 @@ struct SameDtypeElementwise : oprt_descriptor {
   explicit SameDtypeElementwise(uint64_t tag) : oprt_descriptor(tag) {}
   ElementwisePlan<N> plan;
   int32_t dtype = 0;
+  const char* names[N] = {};  // out's and the inputs' (string literals), for error messages
 };
 
 // D derives from SameDtypeElementwise<N> and is default-constructible.
@@ -389,6 +390,7 @@ D* create_same_dtype_elementwise(const oprt_tensor_view_t* const (&views)[N], co
   d->plan = plan;
   d->dtype = dtype;
   d->variant = plan.variant();
+  for (int k = 0; k < N; ++k) d->names[k] = names[k];
   return d;
 }
 
@@ -398,7 +400,7 @@ void execute_same_dtype_elementwise(const SameDtypeElementwise<N>& d, void* out,
                                     const Op& op) {
   const int64_t numel = d.plan.layout.numel();
   require_data(out, "out", numel);
-  for (int k = 0; k + 1 < N; ++k) require_data(inputs[k], "input", numel);
+  for (int k = 0; k + 1 < N; ++k) require_data(inputs[k], d.names[k + 1], numel);
   dispatch_dtype(d.dtype, [&](auto type) {
     using T = decltype(type);
     const T* typed[N - 1];

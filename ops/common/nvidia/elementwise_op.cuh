@@ -17,6 +17,7 @@ struct SameDtypeElementwise : oprt_descriptor {
   StridedLayout<K + 1> layout;  // operand 0 = out, then the inputs
   int32_t dtype = 0;
   ElementwiseKind kind = ElementwiseKind::kStrided;
+  const char* names[K] = {};  // the inputs' (string literals), for error messages
 };
 
 // D derives from SameDtypeElementwise<K> and is default-constructible.
@@ -39,6 +40,7 @@ D* create_same_dtype_elementwise(const oprt_tensor_view_t* out_view, const oprt_
   d->dtype = out.dtype;
   d->kind = choose_elementwise_kind(d->layout, elementwise_vector(out.element_size(), out.element_size()));
   d->variant = elementwise_kind_name(d->kind);
+  for (int k = 0; k < K; ++k) d->names[k] = names[k];
   return d;
 }
 
@@ -48,7 +50,7 @@ void execute_same_dtype_elementwise(const SameDtypeElementwise<K>& d, void* out,
                                     void* stream) {
   const int64_t numel = d.layout.numel();
   require_data(out, "out", numel);
-  for (int k = 0; k < K; ++k) require_data(inputs[k], "input", numel);
+  for (int k = 0; k < K; ++k) require_data(inputs[k], d.names[k], numel);
   if (numel == 0) return;
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   StreamDeviceGuard device(cuda_stream);
