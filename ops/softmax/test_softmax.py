@@ -28,21 +28,6 @@ def check(actual, expected, inputs, params, msg):
 SPEC = OpSpec("softmax", oprt.softmax, oprt.softmax_, oprt.prepare_softmax, reference, check)
 
 
-SPECIAL_ROWS = {
-    "some_neg_inf": [1.0, -INF, 2.0, -INF, 0.5],
-    "all_neg_inf": [-INF] * 5,                       # torch: NaN row
-    "one_neg_inf_rest_finite": [-INF, 3.0, 3.0, 3.0, 3.0],
-    "one_pos_inf": [1.0, INF, 2.0, 0.0, -1.0],       # torch: NaN row (inf - inf)
-    "two_pos_inf": [INF, 1.0, INF, 0.0, 0.0],
-    "pos_and_neg_inf": [INF, -INF, 0.0, 1.0, 2.0],
-    "one_nan": [1.0, 2.0, NAN, 0.0, 1.0],
-    "nan_and_neg_inf": [NAN, -INF, -INF, -INF, -INF],
-    "large_values": [1e4, 1e4 - 1.0, -1e4, 1e4 - 3.0, 0.0],  # exp overflows unless the max is subtracted
-    "equal_values": [7.0] * 5,
-    "plain": [0.1, -0.2, 0.3, 2.0, -1.0],
-}
-
-
 def test_all_neg_inf_row_is_nan(backend, dtype, device):
     src = torch.full((3, 8), -INF, dtype=dtype, device=device)
     assert torch.isnan(oprt.softmax(src, backend=backend).cpu()).all()
