@@ -451,7 +451,6 @@ def test_python_descriptor_gets_the_broadcast_views(op, named, device, monkeypat
     """A descriptor without a C entry point (TileLang's) is called with the
     plan's inputs, broadcast to out's shape, on the fast path as well."""
     from operator_runtime._internal import backends as backends_module
-    from operator_runtime._internal import tilelang_backend
 
     case, planned = _broadcast_case(op)
     if case is None:
@@ -459,7 +458,10 @@ def test_python_descriptor_gets_the_broadcast_views(op, named, device, monkeypat
     seen = []
     # TileLang's descriptors are Python ones; a C backend's pretend to be
     # one by hiding their C entry point.
-    cls = tilelang_backend.TileLangDescriptor if named == "tilelang" else backends_module.CDescriptor
+    if named == "tilelang":
+        from operator_runtime._internal.tilelang_backend import TileLangDescriptor as cls
+    else:
+        cls = backends_module.CDescriptor
     original = cls.execute
 
     def recording(self, out, inputs, workspace, stream):
