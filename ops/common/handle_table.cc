@@ -92,7 +92,7 @@ void refuse(oprt_descriptor_t handle, uint64_t tag, const char* name) {
   uint64_t found_tag = 0;
   if (find(handle, &found_tag) != nullptr && found_tag != tag) {
     const char* other = slot_at(index_of(handle)).name.load(std::memory_order_relaxed);
-    fail(OPRT_STATUS_INVALID_DESCRIPTOR, "descriptor is a live %s descriptor, not a %s descriptor", other, name);
+    fail(OPRT_STATUS_INVALID_DESCRIPTOR, "descriptor is not a live %s descriptor (it is a %s one)", name, other);
   }
   fail(OPRT_STATUS_INVALID_DESCRIPTOR, "descriptor %p is not a live %s descriptor (destroyed, or never created)",
        static_cast<void*>(handle), name);
