@@ -61,12 +61,11 @@ oprt_descriptor_t add(oprt_descriptor* object, uint64_t tag, const char* name) {
   std::lock_guard<std::mutex> lock(table_mutex());
   uint32_t index = take_slot();
   Slot& slot = slot_at(index);
-  // Pairs with find's acquire fence: a lookup that reads the fields below
-  // then sees the slot's handle changed, and refuses.
-  std::atomic_thread_fence(std::memory_order_release);
-  slot.object.store(object, std::memory_order_relaxed);
-  slot.tag.store(tag, std::memory_order_relaxed);
-  slot.name.store(name, std::memory_order_relaxed);
+  // Release: a lookup of a stale handle that reads these fields then sees
+  // the slot's handle changed (by the remove that freed it), and refuses.
+  slot.object.store(object, std::memory_order_release);
+  slot.tag.store(tag, std::memory_order_release);
+  slot.name.store(name, std::memory_order_release);
   uint64_t value = kMagic | static_cast<uint64_t>(slot.generation) << kIndexBits | index;
   slot.handle.store(value, std::memory_order_release);
   return reinterpret_cast<oprt_descriptor_t>(value);

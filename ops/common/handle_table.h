@@ -57,9 +57,10 @@ inline oprt_descriptor* find(oprt_descriptor_t handle, uint64_t* tag) noexcept {
   if (chunk == nullptr || value == 0) return nullptr;
   Slot& slot = chunk[index & (kChunkSize - 1)];
   if (slot.handle.load(std::memory_order_acquire) != value) return nullptr;
-  oprt_descriptor* object = slot.object.load(std::memory_order_relaxed);
-  *tag = slot.tag.load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  // Acquire: if either read sees a later add's store, the read below sees
+  // this handle gone (plain loads on x86).
+  oprt_descriptor* object = slot.object.load(std::memory_order_acquire);
+  *tag = slot.tag.load(std::memory_order_acquire);
   // Destroyed (and the slot possibly refilled) between the two reads.
   if (slot.handle.load(std::memory_order_relaxed) != value) return nullptr;
   return object;
