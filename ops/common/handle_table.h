@@ -3,9 +3,9 @@
 // forged or foreign handle is refused by reading the table only, never the
 // (possibly freed) descriptor object.
 //
-// Handle value (64 bits): kMagic in bits 56..63 (a non-canonical address, so
-// dereferencing a handle faults), the generation in bits 24..55, the slot
-// index in bits 0..23. A slot's generation advances on every destroy; a slot
+// Handle value (64 bits): kMagic in bits 56..63 (never 0, and on x86-64 a
+// non-canonical address, so a caller that dereferences a handle faults), the
+// generation in bits 24..55, the slot index in bits 0..23. A slot's generation advances on every destroy; a slot
 // whose 2^32 generations are spent is retired, so no handle value is ever
 // issued twice in a process.
 //
