@@ -12,7 +12,9 @@ signature has it. No op is named here."""
 from __future__ import annotations
 
 import ctypes
+import random
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -499,6 +501,202 @@ def test_insufficient_workspace(c_backend, device):
             assert fns.destroy(handle) == 0
         return  # one case is enough; the check is shared by every descriptor
     pytest.skip(f"no benchmark shape reports workspace_size > 0 on {c_backend}: " + ", ".join(tried))
+
+
+# -- handles: refused unless live, without reading freed memory ----------------------------------
+
+def _refused_everywhere(fns, handle, device, op, why):
+    """Every entry point refuses `handle` (workspace, execute, destroy) and
+    oprt_descriptor_variant returns NULL for it."""
+    size = ctypes.c_size_t(123)
+    status = fns.workspace(handle, ctypes.byref(size))
+    assert status == STATUS["OPRT_STATUS_INVALID_DESCRIPTOR"], f"workspace_size accepted {why} ({last_error()!r})"
+    assert size.value == 123, f"workspace_size wrote through {why}"
+    out, inputs = _tensors_for(op, device)
+    assert _execute(fns, handle, out, inputs) == STATUS["OPRT_STATUS_INVALID_DESCRIPTOR"], f"execute ran {why}"
+    assert torch.isnan(out.cpu()).all(), f"execute of {why} wrote out"
+    assert library().oprt_descriptor_variant(handle) is None, f"oprt_descriptor_variant answered for {why}"
+    expect(fns.destroy(handle), "OPRT_STATUS_INVALID_DESCRIPTOR", op)
+
+
+def _runs(fns, handle, op, device):
+    """Executes `handle` on fresh inputs and returns out (checks success)."""
+    out, inputs = _tensors_for(op, device)
+    assert _execute(fns, handle, out, inputs, *_workspace(fns, handle, device)) == 0, last_error()
+    assert not torch.isnan(out.cpu()).any()
+    return out
+
+
+@op_names
+def test_destroyed_handle_is_refused(op, fns, device):
+    status, handle = create(fns, *valid_args(op))
+    assert status == 0, last_error()
+    assert fns.destroy(handle) == 0, last_error()
+    _refused_everywhere(fns, handle, device, op, "a destroyed handle")
+
+
+@op_names
+def test_double_destroy_never_frees_another_descriptor(op, fns, device):
+    """destroy(A) twice is refused, also after a create(B) that takes A's
+    place (its memory and its table slot), and B lives on."""
+    status, a = create(fns, *valid_args(op))
+    assert status == 0, last_error()
+    assert fns.destroy(a) == 0, last_error()
+    expect(fns.destroy(a), "OPRT_STATUS_INVALID_DESCRIPTOR", op)
+    status, b = create(fns, *valid_args(op))
+    assert status == 0, last_error()
+    try:
+        expect(fns.destroy(a), "OPRT_STATUS_INVALID_DESCRIPTOR", op)
+        _runs(fns, b, op, device)
+    finally:
+        assert fns.destroy(b) == 0, f"destroy(A) freed B: {last_error()}"
+
+
+@op_names
+def test_stale_handle_after_its_place_is_reused(op, fns, device):
+    """destroy(A); create(B) (same op and shapes: B takes A's memory and slot):
+    A is refused everywhere and B still works."""
+    status, a = create(fns, *valid_args(op))
+    assert status == 0, last_error()
+    assert fns.destroy(a) == 0, last_error()
+    status, b = create(fns, *valid_args(op))
+    assert status == 0, last_error()
+    try:
+        _refused_everywhere(fns, a, device, op, "a handle destroyed before its place was reused")
+        assert library().oprt_descriptor_variant(b), "B lost its variant"
+        _runs(fns, b, op, device)
+    finally:
+        assert fns.destroy(b) == 0, last_error()
+
+
+@op_names
+def test_stale_handle_of_another_op_after_reuse(op, fns, c_backend, device):
+    """A destroyed handle of another op whose place this op's new descriptor
+    took is refused by both ops."""
+    others = [o for o in OP_NAMES if o != op and c_signature(o, c_backend) is not None]
+    if not others:
+        pytest.skip(f"no other op is built for {c_backend}")
+    other_fns = functions(others[0], c_backend)
+    status, a = create(other_fns, *valid_args(others[0]))
+    assert status == 0, last_error()
+    assert other_fns.destroy(a) == 0, last_error()
+    status, b = create(fns, *valid_args(op))
+    assert status == 0, last_error()
+    try:
+        _refused_everywhere(fns, a, device, op, f"a destroyed {others[0]} handle")
+        expect(other_fns.destroy(a), "OPRT_STATUS_INVALID_DESCRIPTOR", others[0])
+        _runs(fns, b, op, device)
+    finally:
+        assert fns.destroy(b) == 0, last_error()
+
+
+def _descriptor_like_memory(op, backend, fill_tag: bool):
+    """A buffer laid out as a forger would guess a descriptor is: zeros, or
+    every word the FNV-1a tag of "<op>/<backend>"."""
+    words = (ctypes.c_uint64 * 512)()
+    if fill_tag:
+        tag = 1469598103934665603
+        for byte in f"{op}/{backend}".encode():
+            tag = ((tag ^ byte) * 1099511628211) % 2 ** 64
+        for i in range(len(words)):
+            words[i] = tag
+    return words
+
+
+@op_names
+def test_forged_handles_are_refused(op, fns, c_backend, live, device):
+    """Values create never returned: pointers to memory shaped like a
+    descriptor, a live handle with bits flipped or nudged, small integers,
+    random bits. All refused; the live handle keeps working."""
+    for fill_tag in (True, False):
+        memory = _descriptor_like_memory(op, c_backend, fill_tag)
+        _refused_everywhere(fns, ctypes.addressof(memory), device, op,
+                            "a pointer to memory " + ("full of the type tag" if fill_tag else "of zeros"))
+    rng = random.Random(41)
+    forged = {live ^ (1 << bit) for bit in range(64)} | {(live + delta) % 2 ** 64 for delta in range(-8, 9)}
+    forged |= set(range(1, 17)) | {2 ** 64 - 1, 2 ** 63} | {rng.getrandbits(64) for _ in range(200)}
+    forged -= {live, 0}
+    for value in sorted(forged):
+        _refused_everywhere(fns, value, device, op, f"forged handle {value:#x}")
+    _runs(fns, live, op, device)
+
+
+@op_names
+def test_zeroed_handle_is_refused(op, fns, device):
+    _refused_everywhere(fns, None, device, op, "a NULL handle")
+    _refused_everywhere(fns, 0, device, op, "a zero handle")
+
+
+@op_names
+def test_handle_values_are_never_reissued(op, fns, device):
+    """Many create/destroy cycles (each reusing the last one's place): every
+    handle value is new, and every earlier one stays refused."""
+    args = valid_args(op)
+    handles = []
+    for _ in range(3000):
+        status, handle = create(fns, *args)
+        assert status == 0, last_error()
+        handles.append(handle)
+        assert fns.destroy(handle) == 0, last_error()
+    assert len(set(handles)) == len(handles), f"{len(handles) - len(set(handles))} handle values were issued twice"
+    status, live_handle = create(fns, *args)
+    assert status == 0, last_error()
+    try:
+        size = ctypes.c_size_t()
+        for handle in handles:
+            assert fns.workspace(handle, ctypes.byref(size)) == STATUS["OPRT_STATUS_INVALID_DESCRIPTOR"]
+        _runs(fns, live_handle, op, device)
+    finally:
+        assert fns.destroy(live_handle) == 0, last_error()
+
+
+@op_names
+def test_threaded_create_execute_destroy(op, fns, device):
+    """Threads create, execute and destroy their own descriptors at once
+    (ctypes drops the GIL in each call): results equal a single-threaded
+    run, and each thread's destroyed handles stay refused while the others
+    reuse their places."""
+    args = valid_args(op)
+    out, inputs = _tensors_for(op, device)
+    status, handle = create(fns, *args)
+    assert status == 0, last_error()
+    expected = torch.full_like(out, float("nan"))
+    assert _execute(fns, handle, expected, inputs, *_workspace(fns, handle, device)) == 0, last_error()
+    assert fns.destroy(handle) == 0
+    num_threads, rounds = 4, 300
+    start = threading.Barrier(num_threads)
+    issued, failures = [[] for _ in range(num_threads)], []
+
+    def worker(slot):
+        try:
+            mine = torch.full_like(out, float("nan"))
+            start.wait()
+            for _ in range(rounds):
+                status, h = create(fns, *args)
+                assert status == 0, last_error()
+                issued[slot].append(h)
+                workspace = _workspace(fns, h, device)
+                mine.fill_(float("nan"))
+                assert _execute(fns, h, mine, inputs, *workspace) == 0, last_error()
+                assert torch.equal(mine, expected), "a threaded execute differs from the single-threaded one"
+                for stale in issued[slot][-4:-1]:  # destroyed; h or another thread's may sit in their place
+                    assert _execute(fns, stale, mine, inputs, *workspace) == STATUS["OPRT_STATUS_INVALID_DESCRIPTOR"], \
+                        "a destroyed handle ran"
+                    assert library().oprt_descriptor_variant(stale) is None
+                    assert fns.destroy(stale) == STATUS["OPRT_STATUS_INVALID_DESCRIPTOR"]
+                assert fns.destroy(h) == 0, last_error()
+        except BaseException as error:  # reported by the main thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(num_threads)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+    every = [h for handles in issued for h in handles]
+    assert len(set(every)) == len(every), "a handle value was issued twice"
 
 
 # -- backend-neutral functions ------------------------------------------------------------

@@ -49,7 +49,8 @@ import operator_runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 EMULATION = Path(__file__).resolve().parent / "emulation"
-COMMON_SOURCES = ("common/runtime.cc", "common/tensor.cc", "common/layout.cc", "common/nvidia/nvidia_runtime.cu")
+COMMON_SOURCES = ("common/runtime.cc", "common/handle_table.cc", "common/tensor.cc", "common/layout.cc",
+                  "common/nvidia/nvidia_runtime.cu")
 FLAGS = ("-std=c++17", "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
          "-Wno-unknown-pragmas")
 

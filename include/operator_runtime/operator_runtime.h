@@ -52,7 +52,7 @@ typedef enum {
   OPRT_STATUS_UNSUPPORTED_DTYPE = 3,      /* unknown dtype code, or one this op/backend lacks */
   OPRT_STATUS_BAD_SHAPE = 4,              /* ndim out of range, negative size, shape mismatch, overflow */
   OPRT_STATUS_BAD_STRIDES = 5,            /* strides this op refuses (e.g. an output that overlaps itself) */
-  OPRT_STATUS_INVALID_DESCRIPTOR = 6,     /* NULL, destroyed, or a descriptor of another op/backend */
+  OPRT_STATUS_INVALID_DESCRIPTOR = 6,     /* not a live handle of this op/backend (see oprt_descriptor_t) */
   OPRT_STATUS_INSUFFICIENT_WORKSPACE = 7, /* workspace NULL or smaller than get_workspace_size said */
   OPRT_STATUS_DEVICE_UNAVAILABLE = 8,     /* the backend cannot run in this process (no device, no driver) */
   OPRT_STATUS_BACKEND_ERROR = 9,          /* the device runtime reported an error (e.g. a CUDA error) */
@@ -70,7 +70,28 @@ typedef struct {
   int64_t strides[OPRT_MAX_DIMS];
 } oprt_tensor_view_t;
 
-/* Opaque descriptor handle; each (op, backend) pair has its own concrete type. */
+/* Opaque descriptor handle; each (op, backend) pair has its own concrete type.
+ *
+ * A handle is a value issued by create, not a pointer: never dereference it.
+ * Every function that takes one checks it against a process-wide table before
+ * touching any descriptor, so a handle that is NULL, destroyed (also twice),
+ * never issued (forged or corrupted bits) or of another op or backend is
+ * refused with OPRT_STATUS_INVALID_DESCRIPTOR (oprt_descriptor_variant returns
+ * NULL), without reading freed memory. A handle value is never issued twice
+ * in a process, so a destroyed handle stays invalid after its memory and
+ * table slot are reused. At most 2^24 descriptors are live at once (create
+ * then fails with OPRT_STATUS_OUT_OF_MEMORY).
+ *
+ * Threads: create, get_workspace_size, execute, destroy and
+ * oprt_descriptor_variant may be called concurrently from any threads, on
+ * the same or on different handles, with one exception: destroying a handle
+ * while another thread still uses it (any call with that handle, or the
+ * string oprt_descriptor_variant returned) is a caller error; the other call
+ * may then be refused or may read the descriptor while it is freed. Two
+ * concurrent destroys of one handle are safe: one succeeds, the other is
+ * refused. Concurrent executes of one handle read its descriptor only; each
+ * needs its own workspace and out. Looking a handle up takes no lock;
+ * create and destroy take a short one. */
 typedef struct oprt_descriptor* oprt_descriptor_t;
 
 /* Argument list builders for OPRT_ARGS_<op>(INPUT, PARAM): each expands one

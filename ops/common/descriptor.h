@@ -1,12 +1,16 @@
 // The descriptor base shared by every (op, backend) pair, and the generic
-// bodies of the workspace / execute / destroy entry points.
+// bodies of the create / workspace / execute / destroy entry points. Handles
+// are issued and checked by the handle table (handle_table.h), never
+// dereferenced.
 #ifndef OPRT_COMMON_DESCRIPTOR_H_
 #define OPRT_COMMON_DESCRIPTOR_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "error.h"
+#include "handle_table.h"
 
 // A tag that identifies the concrete descriptor type, so a handle of one
 // op/backend passed to another is refused instead of misread.
@@ -20,8 +24,8 @@ constexpr uint64_t descriptor_tag(const char* name) {
 
 struct oprt_descriptor {
   explicit oprt_descriptor(uint64_t tag) : tag(tag) {}
-  virtual ~oprt_descriptor() { tag = 0; }
-  uint64_t tag;
+  virtual ~oprt_descriptor() = default;
+  uint64_t tag;  // descriptor_tag of the concrete type; the handle table keeps a copy to check handles with
   std::string variant = "unset";  // the kernel variant chosen at create
   size_t workspace_bytes = 0;
 };
@@ -31,11 +35,16 @@ namespace oprt {
 // Each concrete descriptor D derives from oprt_descriptor and declares
 // `static constexpr const char* kName = "<op>/<backend>";`.
 template <class D>
+constexpr uint64_t kDescriptorTag = descriptor_tag(D::kName);
+
+// The descriptor of live handle `handle`, which must be of type D; anything
+// else is refused with OPRT_STATUS_INVALID_DESCRIPTOR.
+template <class D>
 D& checked_descriptor(oprt_descriptor_t handle) {
-  if (handle == nullptr) fail(OPRT_STATUS_INVALID_DESCRIPTOR, "descriptor is NULL");
-  if (handle->tag != descriptor_tag(D::kName))
-    fail(OPRT_STATUS_INVALID_DESCRIPTOR, "descriptor is not a live %s descriptor", D::kName);
-  return static_cast<D&>(*handle);
+  uint64_t tag = 0;
+  oprt_descriptor* object = handles::find(handle, &tag);
+  if (object == nullptr || tag != kDescriptorTag<D>) handles::refuse(handle, kDescriptorTag<D>, D::kName);
+  return static_cast<D&>(*object);
 }
 
 template <class D, class Make>
@@ -43,8 +52,9 @@ oprt_status_t create_descriptor(const char* function, oprt_descriptor_t* out_han
   return guard(function, [&] {
     if (out_handle == nullptr) fail(OPRT_STATUS_NULL_POINTER, "desc (the output handle pointer) is NULL");
     *out_handle = nullptr;
-    D* descriptor = make();  // validates and plans; throws on bad input
-    *out_handle = descriptor;
+    std::unique_ptr<D> descriptor(make());  // validates and plans; throws on bad input
+    *out_handle = handles::add(descriptor.get(), descriptor->tag, D::kName);
+    descriptor.release();  // the table owns it now
   });
 }
 
@@ -73,7 +83,7 @@ oprt_status_t execute_descriptor(const char* function, oprt_descriptor_t handle,
 
 template <class D>
 oprt_status_t destroy_descriptor(const char* function, oprt_descriptor_t handle) {
-  return guard(function, [&] { delete &checked_descriptor<D>(handle); });
+  return guard(function, [&] { delete static_cast<D*>(handles::remove(handle, kDescriptorTag<D>, D::kName)); });
 }
 
 // A data pointer given to execute must be non-NULL unless the tensor is empty.

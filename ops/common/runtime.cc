@@ -35,7 +35,9 @@ OPRT_API const char* oprt_status_string(oprt_status_t status) {
 OPRT_API const char* oprt_last_error(void) { return oprt::last_error.c_str(); }
 
 OPRT_API const char* oprt_descriptor_variant(oprt_descriptor_t desc) {
-  return desc == nullptr || desc->tag == 0 ? nullptr : desc->variant.c_str();
+  uint64_t tag = 0;
+  oprt_descriptor* object = oprt::handles::find(desc, &tag);
+  return object == nullptr ? nullptr : object->variant.c_str();
 }
 
 // The CPU kernels are compiled for the instruction set CMake chose
