@@ -626,7 +626,7 @@ def test_native_launch_failure_raises_the_library_error(op, engine_path, named, 
     record[1] = other_prepared._native[1]  # the other op's execute entry point
     call.out.fill_(float("nan"))
     with pytest.raises(OperatorRuntimeError, match=f"not a live {other}"):
-        engine._NATIVE_RUN(tuple(record), call.out, tuple(call.inputs))
+        engine._NATIVE_RUN(tuple(record), call.out, tuple(call.inputs), None)
     assert torch.isnan(call.out).all(), "the failed launch wrote out"
     other_prepared.destroy()
     prepared.destroy()

@@ -38,7 +38,7 @@ static PyObject* raw_stream;      /* index -> current cudaStream_t (int), or Non
 static PyObject* current_device;  /* () -> current CUDA device index, or None */
 
 static PyObject *s_dtype, *s_shape, *s_stride, *s_device, *s_data_ptr, *s_handle, *s_used, *s_native,
-    *s_new_out, *s_check;
+    *s_new_out, *s_check, *s_is_neg, *s_version;
 
 /* tuple(map(type, params)), plus each tuple param's element types when a
  * param is a tuple (operator.py's _param_types). */
@@ -71,8 +71,15 @@ static PyObject* param_types(PyObject* params) {
   return types;
 }
 
-/* Puts t's dtype, shape, stride() and device at key[at..at+3]. */
+/* Puts t's dtype, shape, stride() and device at key[at..at+3]. -1 with no
+ * exception set for a tensor with torch's negative bit: it has a plain
+ * tensor's signature, and the slow path resolves or refuses it. */
 static int put_signature(PyObject* key, Py_ssize_t at, PyObject* t) {
+  PyObject* neg = PyObject_CallMethodNoArgs(t, s_is_neg);
+  if (neg == NULL) return -1;
+  const int negative = neg == Py_True;
+  Py_DECREF(neg);
+  if (negative) return -1;
   PyObject* dtype = PyObject_GetAttr(t, s_dtype);
   if (dtype == NULL) return -1;
   PyTuple_SET_ITEM(key, at, dtype);
@@ -154,11 +161,49 @@ static int overlaps(PyObject* record_out_span, PyObject* spans, PyObject* out, P
   return PyErr_Occurred() ? -1 : 0;
 }
 
+/* Whether a prepared op's tensors are as they were at prepare
+ * (operator.py: PreparedOp._bound_state says why this check suffices): per
+ * tensor, the same data pointer, and the same version counter or else the
+ * same shape and strides. Fills pointers[] with the recorded pointers, which
+ * the launch may take where the state says so. 1: unchanged, 0: changed,
+ * -1: error. */
+static int bound_unchanged(PyObject* state, Py_ssize_t n, intptr_t* pointers, int* have_pointers) {
+  const Py_ssize_t count = PyTuple_GET_SIZE(state) - 1;
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    PyObject* item = PyTuple_GET_ITEM(state, 1 + i);  /* (tensor, data pointer, version, shape, strides) */
+    PyObject* t = PyTuple_GET_ITEM(item, 0);
+    intptr_t ptr;
+    if (data_ptr(t, &ptr) < 0) return -1;
+    const intptr_t recorded = (intptr_t)PyLong_AsVoidPtr(PyTuple_GET_ITEM(item, 1));
+    if (ptr != recorded) return PyErr_Occurred() ? -1 : 0;
+    if (i <= n) pointers[i] = ptr;
+    PyObject* version = PyObject_GetAttr(t, s_version);
+    if (version == NULL) return -1;
+    int same = PyObject_RichCompareBool(version, PyTuple_GET_ITEM(item, 2), Py_EQ);
+    Py_DECREF(version);
+    if (same < 0) return -1;
+    if (same) continue;
+    PyObject* shape = PyObject_GetAttr(t, s_shape);
+    if (shape == NULL) return -1;
+    same = PyObject_RichCompareBool(shape, PyTuple_GET_ITEM(item, 3), Py_EQ);
+    Py_DECREF(shape);
+    if (same <= 0) return same;
+    PyObject* stride = PyObject_CallMethodNoArgs(t, s_stride);
+    if (stride == NULL) return -1;
+    same = PyObject_RichCompareBool(stride, PyTuple_GET_ITEM(item, 4), Py_EQ);
+    Py_DECREF(stride);
+    if (same <= 0) return same;
+  }
+  *have_pointers = count == 1 + n && PyTuple_GET_ITEM(state, 0) == Py_True;
+  return 1;
+}
+
 /* Runs a native record: (descriptor, execute address, slot or None, like,
  * cuda index, out span, spans, workspace address, workspace bytes); see
- * operator.py's native_record(). Returns out, NULL with an exception, or
- * Py_None to hand back to Python (nothing was run). */
-static PyObject* run_record(PyObject* entry, PyObject* record, PyObject* out, PyObject* inputs) {
+ * operator.py's native_record(). state: a prepared op's bound state, checked
+ * first, or NULL. Returns out, NULL with an exception, or Py_None to hand
+ * back to Python (nothing was run). */
+static PyObject* run_record(PyObject* entry, PyObject* record, PyObject* out, PyObject* inputs, PyObject* state) {
   PyObject* descriptor = PyTuple_GET_ITEM(record, 0);
   const Py_ssize_t n = PyTuple_GET_SIZE(inputs);
   if (n < 1 || n > kMaxInputs) return Py_None;
@@ -198,9 +243,19 @@ static PyObject* run_record(PyObject* entry, PyObject* record, PyObject* out, Py
     Py_INCREF(out);
   }
   intptr_t pointers[1 + kMaxInputs];
-  if (data_ptr(out, &pointers[0]) < 0) goto fail;
-  for (Py_ssize_t i = 0; i < n; ++i)
-    if (data_ptr(PyTuple_GET_ITEM(inputs, i), &pointers[1 + i]) < 0) goto fail;
+  int have_pointers = 0;
+  if (state != NULL) {
+    const int unchanged = bound_unchanged(state, n, pointers, &have_pointers);
+    if (unchanged <= 0) {  /* changed: Python re-binds or refuses */
+      Py_DECREF(out);
+      return unchanged < 0 ? NULL : Py_None;
+    }
+  }
+  if (!have_pointers) {
+    if (data_ptr(out, &pointers[0]) < 0) goto fail;
+    for (Py_ssize_t i = 0; i < n; ++i)
+      if (data_ptr(PyTuple_GET_ITEM(inputs, i), &pointers[1 + i]) < 0) goto fail;
+  }
   PyObject* slot = PyTuple_GET_ITEM(record, 2);
   if (slot != Py_None && PyObject_SetAttr(slot, s_used, Py_True) < 0) goto fail;
   int status;
@@ -257,7 +312,7 @@ static PyObject* fast_call(PyObject* Py_UNUSED(module), PyObject* const* args, P
   PyObject* record = PyObject_GetAttr(entry, s_native);
   PyObject* result = NULL;
   if (record != NULL) {
-    result = PyTuple_CheckExact(record) ? run_record(entry, record, out, inputs) : Py_None;
+    result = PyTuple_CheckExact(record) ? run_record(entry, record, out, inputs, NULL) : Py_None;
     Py_DECREF(record);
   }
   Py_DECREF(entry);
@@ -266,14 +321,16 @@ static PyObject* fast_call(PyObject* Py_UNUSED(module), PyObject* const* args, P
   return result;
 }
 
-/* run(record, out, inputs): a prepared op's launch (operator.py PreparedOp.run):
- * out, or None when Python must launch it (another device current, ...). */
+/* run(record, out, inputs, state): a prepared op's launch (operator.py
+ * PreparedOp.run), state its bound state or None: out, or None when Python
+ * must launch it (a bound tensor changed, another device current, ...). */
 static PyObject* fast_run(PyObject* Py_UNUSED(module), PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 3 || !PyTuple_CheckExact(args[0]) || args[1] == Py_None || !PyTuple_CheckExact(args[2])) {
-    PyErr_SetString(PyExc_TypeError, "run(record, out, inputs)");
+  if (nargs != 4 || !PyTuple_CheckExact(args[0]) || args[1] == Py_None || !PyTuple_CheckExact(args[2]) ||
+      (args[3] != Py_None && (!PyTuple_CheckExact(args[3]) || PyTuple_GET_SIZE(args[3]) < 1))) {
+    PyErr_SetString(PyExc_TypeError, "run(record, out, inputs, state)");
     return NULL;
   }
-  PyObject* result = run_record(NULL, args[0], args[1], args[2]);
+  PyObject* result = run_record(NULL, args[0], args[1], args[2], args[3] == Py_None ? NULL : args[3]);
   if (result == Py_None) Py_RETURN_NONE;
   return result;
 }
@@ -297,7 +354,7 @@ static PyObject* configure(PyObject* Py_UNUSED(module), PyObject* args) {
 static PyMethodDef methods[] = {
     {"call", (PyCFunction)(void (*)(void))fast_call, METH_FASTCALL,
      "call(op, out, inputs, params, backend): out, the signature key, or None (see fast_call.c)"},
-    {"run", (PyCFunction)(void (*)(void))fast_run, METH_FASTCALL, "run(record, out, inputs): out, or None"},
+    {"run", (PyCFunction)(void (*)(void))fast_run, METH_FASTCALL, "run(record, out, inputs, state): out, or None"},
     {"configure", configure, METH_VARARGS,
      "configure(calls, torch.Tensor, torch.empty_like, raw_stream or None, current_device or None)"},
     {NULL, NULL, 0, NULL},
@@ -307,9 +364,9 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_fast_call", NUL
 
 PyMODINIT_FUNC PyInit__fast_call(void) {
   const char* names[] = {"dtype", "shape", "stride", "device", "data_ptr", "_handle", "used", "native", "new_out",
-                         "check"};
-  PyObject** slots[] = {&s_dtype, &s_shape,  &s_stride, &s_device, &s_data_ptr,
-                        &s_handle, &s_used, &s_native, &s_new_out, &s_check};
+                         "check", "is_neg", "_version"};
+  PyObject** slots[] = {&s_dtype, &s_shape,  &s_stride, &s_device, &s_data_ptr, &s_handle,
+                        &s_used,  &s_native, &s_new_out, &s_check, &s_is_neg, &s_version};
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
     *slots[i] = PyUnicode_InternFromString(names[i]);
     if (*slots[i] == NULL) return NULL;

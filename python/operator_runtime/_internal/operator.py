@@ -34,7 +34,7 @@ from .backends import backend_impl
 from .cuda import CUDA_GET_DEVICE, CUDA_RAW_STREAM, cuda_current_device, cuda_is_capturing
 from .library import fast_call_module
 from .tensors import (_byte_span, require_dtype, require_no_partial_overlap, require_no_self_overlap,
-                      require_tensor)
+                      require_tensor, resolve_lazy_sign)
 
 
 class _Slot:
@@ -290,11 +290,16 @@ class Operator:
         return tuple(self._c_params(*params))
 
     # -- shared validation -------------------------------------------------
-    def _resolve(self, out, inputs, params, backend):
+    def _resolve(self, out, inputs, params, backend, prepared: bool = False):
+        """Validates and plans; inputs with torch's negative or conjugate bit
+        are read through a resolved copy (refused when prepared)."""
         for name, value in zip(self.input_names, inputs):
             require_tensor(self.name, name, value)
+        inputs = tuple(resolve_lazy_sign(self.name, name, value, copy=not prepared)
+                       for name, value in zip(self.input_names, inputs))
         if out is not None:
             require_tensor(self.name, "out", out)
+            resolve_lazy_sign(self.name, "out", out, copy=False)
         device = inputs[0].device
         for name, value in zip(self.input_names[1:], inputs[1:]):
             if value.device != device:
@@ -382,6 +387,12 @@ class Operator:
                 key = entry = None
         if entry is None:
             return self._call_slow(out, inputs, params, backend, key)
+        # A tensor with torch's negative bit has a plain tensor's signature;
+        # the slow path resolves or refuses it. (A conjugate bit comes only
+        # with complex dtypes, which no entry has.)
+        for t in inputs:
+            if t.is_neg():
+                return self._call_slow(out, inputs, params, backend, key)
         if out is None:
             like = entry.like
             if like is not None and type(inputs[like]) is torch.Tensor:  # a subclass may override empty_like
@@ -389,6 +400,8 @@ class Operator:
             else:
                 out = entry.new_out()
         else:
+            if out.is_neg():
+                return self._call_slow(out, inputs, params, backend, key)  # raises
             out_ptr = out.data_ptr()
             o0, o1 = entry.out_span
             o0 += out_ptr
@@ -454,12 +467,17 @@ class Operator:
             DESCRIPTOR_CACHE.add_call(call_key, slot, entry)
         return out
 
+    @staticmethod
+    def missing_out(form: str):
+        """op_(None, ...) would silently be op(...)."""
+        raise TypeError(f"{form}: out is required (a torch.Tensor), got None")
+
     def prepare(self, out, inputs: tuple, params: tuple, backend) -> "PreparedOp":
         if out is None:
-            raise TypeError(f"prepare_{self.name}: out is required")
-        impl, plan, out = self._resolve(out, inputs, params, backend)
+            self.missing_out(f"prepare_{self.name}")
+        impl, plan, out = self._resolve(out, inputs, params, backend, prepared=True)
         descriptor = impl.create(self, out, plan.inputs, plan.params)
-        return PreparedOp(self, impl, descriptor, out, plan)
+        return PreparedOp(self, impl, descriptor, out, plan, inputs)
 
 
 DESCRIPTOR_CACHE = DescriptorCache()
@@ -482,28 +500,54 @@ _NATIVE_CALL, _NATIVE_RUN, _NATIVE_MAX_INPUTS = _native_functions()
 class PreparedOp:
     """A descriptor bound to fixed shapes, strides, dtypes and params, with its
     workspace allocated once. ``run()`` executes on the prepared tensors;
-    ``run(out, *inputs)`` on new tensors of identical layout."""
+    ``run(out, *inputs)`` on new tensors of identical layout.
 
-    def __init__(self, operator: Operator, impl, descriptor, out: torch.Tensor, plan: Plan):
+    ``run()`` checks every call that the prepared tensors still have the
+    data pointers, shapes and strides they had (``set_``, ``resize_`` or
+    ``.data =`` may change them): new data pointers are re-bound (overlap
+    checked again), a new layout is refused. Concurrent runs are safe: a run
+    that finds the prepared workspace in use takes its thread's own."""
+
+    def __init__(self, operator: Operator, impl, descriptor, out: torch.Tensor, plan: Plan, given: tuple):
         self._operator = operator
         self._impl = impl
         self._descriptor = descriptor
         self._out = out
+        self._given = tuple(given)  # the caller's inputs (the plan's may be broadcast views of them)
         self._inputs = plan.inputs
         self._stride_zero = [tuple(s == 0 for s in t.stride()) for t in plan.inputs]
         self._signatures = (_signature(out),) + tuple(_signature(t) for t in plan.inputs)
         self._device = out.device
         self._cuda_index = out.device.index if impl.device_type == "cuda" else None
         self._empty = out.numel() == 0
+        self._state = self._bound_state(out, plan.inputs)
         self.workspace_size = descriptor.workspace_size
         self._workspace = (torch.empty(self.workspace_size, dtype=torch.uint8, device=out.device)
                            if self.workspace_size else None)
+        # Held by the run using the prepared workspace (CPU: while it runs; CUDA: while it launches).
+        self._claim = threading.Lock() if self.workspace_size else None
         # run() on CPU calls a C descriptor's raw entry point (workspace pointer precomputed).
         self._c_execute = getattr(descriptor, "c_execute", None) if self._cuda_index is None else None
         self._ws = ((self._workspace.data_ptr(), self._workspace.numel()) if self._workspace is not None
                     else (None, 0))
         self._native = None if self._empty else _native_record(
             descriptor, None, None, self._cuda_index, None, (), self._workspace, len(self._inputs))
+
+    def _bound_state(self, out, inputs) -> tuple:
+        """What run() compares (fast_call.c reads it by position): whether the
+        launch may take the recorded pointers (each input of the plan starts
+        where the caller's does), then (tensor, data pointer, version, shape,
+        strides) of out and of each caller's input. A tensor is unchanged when
+        its data pointer is, and its version counter or else its shape and
+        strides: every in-place op that changes a layout (set_, resize_,
+        as_strided_, transpose_, ...) bumps the counter. ``.data =`` keeps it,
+        but a new storage brings a new data pointer; only a new layout over
+        the same memory (``.data = t.view(...)``) passes, and it stays within
+        the memory the descriptor's layout was checked against."""
+        bound = (out,) + self._given
+        direct = len(inputs) == len(self._given) and all(
+            p.data_ptr() == g.data_ptr() for p, g in zip(inputs, self._given))
+        return (direct,) + tuple((t, t.data_ptr(), t._version, t.shape, t.stride()) for t in bound)
 
     @property
     def backend(self) -> str:
@@ -522,27 +566,70 @@ class PreparedOp:
         if descriptor is None:
             raise RuntimeError(f"prepared {self._operator.name} was destroyed")
         if out is None and not inputs:
+            state = self._state
             out, inputs = self._out, self._inputs
         else:
+            state = None
             out, inputs = self._rebind(out, inputs)
         if self._empty:
             return out
-        native = self._native
-        if native is not None:
-            ran = _NATIVE_RUN(native, out, inputs)
-            if ran is not None:
-                return ran
-        execute = self._c_execute
-        if execute is not None:
-            if descriptor._handle is None:
-                raise RuntimeError(f"prepared {self._operator.name}: its descriptor was destroyed")
-            ws_ptr, ws_size = self._ws
-            execute(ws_ptr, ws_size, out, inputs, None)
-        elif self._cuda_index is None:
-            descriptor.execute(out, inputs, self._workspace, None)
-        else:
-            _launch(self._impl, self._cuda_index, descriptor, out, inputs, self._workspace, self._device)
+        claim = self._claim
+        if claim is not None and not claim.acquire(False):
+            return self._run_contended(out, inputs, state)
+        try:
+            native = self._native
+            if native is not None:
+                ran = _NATIVE_RUN(native, out, inputs, state)
+                if ran is not None:
+                    return ran
+            if state is not None and self._moved(state):
+                out, inputs = self._rebind_moved()
+            execute = self._c_execute
+            if execute is not None:
+                if descriptor._handle is None:
+                    raise RuntimeError(f"prepared {self._operator.name}: its descriptor was destroyed")
+                ws_ptr, ws_size = self._ws
+                execute(ws_ptr, ws_size, out, inputs, None)
+            elif self._cuda_index is None:
+                descriptor.execute(out, inputs, self._workspace, None)
+            else:
+                _launch(self._impl, self._cuda_index, descriptor, out, inputs, self._workspace, self._device)
+            return out
+        finally:
+            if claim is not None:
+                claim.release()
+
+    def _run_contended(self, out, inputs, state):
+        """Another run holds the prepared workspace: this one takes its
+        thread's own (per device and stream, as op() calls do)."""
+        if state is not None and self._moved(state):
+            out, inputs = self._rebind_moved()
+        cuda = self._cuda_index is not None
+        stream = self._impl.stream(self._device) if cuda else None
+        workspace = _call_workspace(self._device, stream, self.workspace_size, cuda)
+        _launch(self._impl, self._cuda_index, self._descriptor, out, inputs, workspace, self._device)
         return out
+
+    @staticmethod
+    def _moved(state) -> bool:
+        """Whether a prepared tensor changed (see _bound_state)."""
+        for t, ptr, version, shape, stride in state[1:]:
+            if t.data_ptr() != ptr or (t._version != version and (t.shape != shape or t.stride() != stride)):
+                return True
+        return False
+
+    def _rebind_moved(self):
+        """The prepared tensors after one of them changed since prepare: bound
+        again where only data pointers moved; a new layout is refused."""
+        op = self._operator
+        try:
+            out, inputs = self._rebind(self._out, self._given)
+        except ValueError as error:
+            raise ValueError(f"prepared {op.name}.run: a tensor it was prepared with changed since prepare "
+                             f"(set_, resize_, .data = ...); prepare again. {error}") from None
+        self._inputs = inputs
+        self._state = self._bound_state(out, inputs)
+        return out, inputs
 
     def _rebind(self, out, inputs):
         op = self._operator
@@ -550,8 +637,10 @@ class PreparedOp:
             raise ValueError(f"prepared {op.name}.run takes out and {len(self._inputs)} input(s), "
                              f"got {len(inputs)} input(s)")
         require_tensor(op.name, "out", out)
+        resolve_lazy_sign(op.name, "out", out, copy=False)
         for name, value in zip(op.input_names, inputs):
             require_tensor(op.name, name, value)
+            resolve_lazy_sign(op.name, name, value, copy=False)
         # Inputs prepared with broadcasting are re-expanded the same way.
         expanded = []
         for value, prepared in zip(inputs, self._inputs):

@@ -44,6 +44,8 @@ def public_forms(description: OpDescription) -> dict:
         f"def {name}({arguments}, *, backend=None):\n"
         f"    return _op.call(None, ({inputs}), ({values}), backend)\n"
         f"def {name}_(out, {arguments}, *, backend=None):\n"
+        f"    if out is None:\n"
+        f"        _op.missing_out('{name}_')\n"
         f"    return _op.call(out, ({inputs}), ({values}), backend)\n"
         f"def prepare_{name}(out, {arguments}, *, backend=None):\n"
         f"    return _op.prepare(out, ({inputs}), ({values}), backend)\n")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import math
+import operator
 from typing import Sequence
 
 import torch
@@ -35,6 +37,8 @@ def tensor_view(tensor: torch.Tensor, with_data: bool = True) -> TensorView:
 def require_tensor(op: str, name: str, value) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(value).__name__}")
+    if value.is_nested:  # before dim(): a nested tensor's strides are not one tuple
+        raise ValueError(f"{op}: {name} is a nested tensor; only strided (dense) tensors are supported")
     if value.dim() > MAX_DIMS:
         raise ValueError(f"{op}: {name} has {value.dim()} dims; at most {MAX_DIMS} are supported")
     if value.layout != torch.strided:
@@ -50,13 +54,44 @@ def require_dtype(op: str, name: str, tensor: torch.Tensor, supported: Sequence[
 
 
 def normalize_dim(op: str, dim, ndim: int, what: str = "dim") -> int:
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError(f"{op}: {what} must be an int, got {type(dim).__name__}")
+    """dim in 0..ndim-1. Anything operator.index takes is an int (numpy
+    integers, 0-d integer tensors), as in torch; a bool is refused."""
+    if isinstance(dim, bool):
+        raise TypeError(f"{op}: {what} must be an int, got bool")
+    try:
+        dim = operator.index(dim)
+    except TypeError:
+        raise TypeError(f"{op}: {what} must be an int, got {type(dim).__name__}") from None
     rank = max(ndim, 1)  # a 0-d tensor accepts dim -1 and 0, as in torch
     if not -rank <= dim < rank:
         raise ValueError(f"{op}: {what} {dim} is out of range for a tensor of {ndim} dims "
                          f"(expected {-rank}..{rank - 1})")
-    return dim % rank
+    return int(dim % rank)
+
+
+def has_lazy_sign(tensor: torch.Tensor) -> bool:
+    """torch's negative or conjugate bit: the memory holds -x (or conj(x))
+    and torch applies the sign when it reads; a kernel reading the memory
+    would not."""
+    return tensor.is_neg() or tensor.is_conj()
+
+
+def resolve_lazy_sign(op: str, name: str, tensor: torch.Tensor, copy: bool) -> torch.Tensor:
+    """`tensor`, or its values materialized (a copy) where it has the
+    negative or conjugate bit; copy=False refuses it instead (a prepared op
+    would keep reading a stale copy). An out with the bit is always refused:
+    writing its memory would store the values with the wrong sign."""
+    if not has_lazy_sign(tensor):
+        return tensor
+    bit = "negative" if tensor.is_neg() else "conjugate"
+    if name == "out":
+        raise ValueError(f"{op}: out has torch's {bit} bit set (a lazily negated or conjugated view such as "
+                         "z.conj().imag) and cannot be written directly; pass an out without it and copy the "
+                         "result with torch")
+    if not copy:
+        raise ValueError(f"{op}: {name} has torch's {bit} bit set (a lazily negated or conjugated view such as "
+                         f"z.conj().imag); pass {name}.resolve_neg().resolve_conj() (a copy) instead")
+    return tensor.resolve_conj().resolve_neg()
 
 
 def _byte_span(tensor: torch.Tensor) -> tuple[int, int]:
@@ -80,12 +115,74 @@ def same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
             and a.stride() == b.stride())
 
 
+# The overlap rule: two tensors share memory when some byte of one element
+# of each is the same byte. Decided exactly when their byte ranges are
+# disjoint, when the element addresses of both lie in lattices that miss each
+# other (gcd of the byte strides), or when each is at most _EXACT_RUNS
+# contiguous runs (enumerated); beyond that, interleaving byte ranges count
+# as shared.
+_EXACT_RUNS = 1 << 16
+
+
+def _runs(tensor: torch.Tensor) -> tuple[int, int, list]:
+    """The tensor's bytes as runs: (lowest run's address, run length in bytes,
+    [(byte stride, size)] of the dims that place the runs). Size-1 and
+    stride-0 dims add no bytes; negative strides are mirrored; the innermost
+    dims that continue one another form the run."""
+    item = tensor.element_size()
+    base = tensor.data_ptr()
+    dims = []
+    for size, stride in zip(tensor.shape, tensor.stride()):
+        if size == 1 or stride == 0:
+            continue
+        if stride < 0:
+            base += (size - 1) * stride * item
+            stride = -stride
+        dims.append((stride * item, size))
+    dims.sort()
+    length = item
+    while dims and dims[0][0] == length:
+        stride, size = dims.pop(0)
+        length = stride * size
+    return base, length, dims
+
+
+def _run_starts(base: int, dims: list) -> torch.Tensor:
+    starts = torch.zeros(1, dtype=torch.int64)
+    for stride, size in dims:
+        starts = (starts[:, None] + torch.arange(size, dtype=torch.int64) * stride).reshape(-1)
+    return starts + base
+
+
+def shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether a and b share a byte (see the overlap rule above)."""
+    a0, a1 = _byte_span(a)
+    b0, b1 = _byte_span(b)
+    if not (a0 < b1 and b0 < a1):
+        return False
+    base_a, length_a, dims_a = _runs(a)
+    base_b, length_b, dims_b = _runs(b)
+    step = math.gcd(*(stride for stride, _ in dims_a + dims_b))
+    if step:  # a's run starts minus b's all lie in (base_a - base_b) + step * Z
+        residue = (base_a - base_b) % step
+        if residue >= length_b and step - residue >= length_a:
+            return False
+    count_a = math.prod(size for _, size in dims_a)
+    count_b = math.prod(size for _, size in dims_b)
+    if count_a > _EXACT_RUNS or count_b > _EXACT_RUNS:
+        return True
+    starts_a = _run_starts(base_a, dims_a)
+    starts_b = torch.sort(_run_starts(base_b, dims_b)).values
+    # a run [s, s + length_a) meets b's run [t, t + length_b) iff s - length_b < t < s + length_a
+    first = torch.searchsorted(starts_b, starts_a - length_b, right=True)
+    inside = first < starts_b.numel()
+    return bool((starts_b[first[inside]] < starts_a[inside] + length_a).any())
+
+
 def require_no_partial_overlap(op: str, out: torch.Tensor, name: str, tensor: torch.Tensor) -> None:
-    """`out` may be exactly `tensor` (in place) or disjoint from it; anything
-    in between would read elements after they were overwritten."""
-    a0, a1 = _byte_span(out)
-    b0, b1 = _byte_span(tensor)
-    if a0 < b1 and b0 < a1 and not same_view(out, tensor):
+    """`out` may be exactly `tensor` (in place) or share no byte with it;
+    anything in between would read elements after they were overwritten."""
+    if not same_view(out, tensor) and shares_memory(out, tensor):
         raise ValueError(f"{op}: out partially overlaps {name}; pass a separate out tensor or exactly "
                          f"{name} itself (same storage, shape and strides) for an in-place call")
 
