@@ -143,6 +143,11 @@ int main() {
       {"transpose-odd-told-tiled", {64, 300}, {{300, 1}, {1, 64}}, {}, {{"COPY_TRANSPOSE_VEC", "2"}}},
       {"permuted", {20, 30, 40}, {{1200, 40, 1}, {40, 800, 1}}},
       {"strided", {50, 60}, {{1, 50}, {120, 2}}},
+      // negative strides: a reversed src (the dense test must not take a stride of -1 for 1), reversed out
+      {"reversed-src", {100, 300}, {{300, 1}, {-300, -1}}},
+      {"reversed-out", {100, 300}, {{-300, -1}, {300, 1}}},
+      {"reversed-rows-src", {100, 300}, {{300, 1}, {-300, 1}}},
+      {"transpose-reversed", {256, 192}, {{192, 1}, {1, -256}}},
   };
   const std::vector<Case> adds = {
       {"add-contiguous", {10001}},
@@ -162,6 +167,9 @@ int main() {
       {"add-short-3d-flat", {6, 70, 3}, {{210, 3, 1}, {210, 3, 1}, {0, 1, 0}}, {}, {{"ELEMENTWISE_FLAT", "1"}}},
       {"add-transposed-a", {100, 60}, {{60, 1}, {1, 100}, {60, 1}}},
       {"add-scalar-b", {999}, {{1}, {1}, {0}}},
+      {"add-reversed-a", {100, 300}, {{300, 1}, {-300, -1}, {300, 1}}},
+      {"add-reversed-rows-bias", {70, 1001}, {{1001, 1}, {-1001, 1}, {0, -1}}},
+      {"add-reversed-short-flat", {300, 3}, {{3, 1}, {-3, 1}, {-1, 0}}, {}, {{"ELEMENTWISE_FLAT", "1"}}},
   };
   bool ok = true;
   uint32_t seed = 1;

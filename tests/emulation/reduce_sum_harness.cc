@@ -138,6 +138,14 @@ int main() {
       {"columns-whole-split", {{1000, 256}}, {0}, false, {}, {{"REDUCE_COLUMN_CLUSTER", "0"}}},
       {"columns-cluster", {{4096, 256}}, {0}},
       {"columns-negative-stride", {{300, 48}, {-48, 1}}, {0}},
+      // negative strides (a reversed view) and broadcast (stride-0) runs, on the rows, strided and split
+      // paths (float16 sums of 50003 values under 1 stay finite; a broadcast column sum drifts past this
+      // check: its threads add their rows serially)
+      {"rows-reversed", {{40, 301}, {-301, -1}}, {1}},
+      {"strided-reversed-split", {{2, 40000}, {-40000, -1}}, {1}},
+      {"strided-broadcast-split", {{3, 50003}, {2, 0}}, {1}},
+      {"scalar-broadcast-split", {{50003}, {0}}, {0}},
+      {"columns-reversed-columns", {{300, 48}, {48, -1}}, {0}},
       {"zeros", {{5, 0, 3}}, {1}},
       {"empty", {{0, 7}}, {1}},
       {"no-dims", {{4, 5}}, {}},

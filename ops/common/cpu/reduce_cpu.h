@@ -55,6 +55,18 @@ class PairwiseTotal {
   uint64_t count_ = 0;
 };
 
+// Adds `count` groups of `width` partial sums (group c at part + c * width)
+// pairwise, in place: level k adds groups 2^k apart, so each total's error
+// grows with log2(count), and a broadcast sum of 2^36 equal terms (2^20
+// chunk partials) stays near float32's rounding. Returns part (the totals).
+template <class A>
+A* add_pairwise(A* part, int64_t count, int64_t width) {
+  for (int64_t step = 1; step < count; step *= 2)
+    for (int64_t c = 0; c + step < count; c += 2 * step)
+      for (int64_t j = 0; j < width; ++j) part[c * width + j] += part[(c + step) * width + j];
+  return part;
+}
+
 // Rounds of kLanes elements a lane adds before its total is folded into the
 // next level: a lane's serial chain stays short (torch's cascade sum folds
 // every 16 too), so a float32 sum of millions of elements is as accurate as

@@ -108,15 +108,24 @@ bool row_vectors(const T* x, T* y, int64_t n) {
       if (static_cast<int64_t>(long_row.size()) < n) long_row.resize(n);
       e = long_row.data();
     }
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-    for (int64_t i = 0; i < body; i += 8) {
-      const __m256 v = exp8_nonpositive(_mm256_sub_ps(load8(x + i), vm));
-      if constexpr (E::kUsesExp) _mm256_storeu_ps(e + i, v);
-      if (i & 8) s1 = _mm256_add_ps(s1, v); else s0 = _mm256_add_ps(s0, v);
-    }
+    // Blocks of kRowBlock elements summed in two accumulators, the block
+    // sums added pairwise: the sum's error grows with the log of the row
+    // length, not with the length (a long row's lanes were serial chains).
+    constexpr int64_t kRowBlock = 2 * kLaneRounds * 8;
+    PairwiseTotal<float> blocks;
     __m256 tail_exp = _mm256_setzero_ps();
-    if (tail) s1 = _mm256_add_ps(s1, tail_exp = exp8_nonpositive(_mm256_sub_ps(load_tail(), vm)));
-    const __m256 c = _mm256_set1_ps(E::row_constant(horizontal_sum(_mm256_add_ps(s0, s1))));
+    for (int64_t start = 0; start < body || (start == 0 && tail); start += kRowBlock) {
+      __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+      for (int64_t i = start; i < std::min(body, start + kRowBlock); i += 8) {
+        const __m256 v = exp8_nonpositive(_mm256_sub_ps(load8(x + i), vm));
+        if constexpr (E::kUsesExp) _mm256_storeu_ps(e + i, v);
+        if (i & 8) s1 = _mm256_add_ps(s1, v); else s0 = _mm256_add_ps(s0, v);
+      }
+      if (tail && start + kRowBlock >= body)
+        s1 = _mm256_add_ps(s1, tail_exp = exp8_nonpositive(_mm256_sub_ps(load_tail(), vm)));
+      blocks.add(horizontal_sum(_mm256_add_ps(s0, s1)));
+    }
+    const __m256 c = _mm256_set1_ps(E::row_constant(blocks.total()));
     const __m256 zero = _mm256_setzero_ps();
     for (int64_t i = 0; i < body; i += 8) {
       const __m256 v = E::kUsesExp ? E::value(zero, _mm256_loadu_ps(e + i), vm, c) : E::value(load8(x + i), zero, vm, c);
@@ -145,8 +154,11 @@ void row_contiguous(const T* x, T* y, int64_t n) {
     m = v > m ? v : m;
   }
   if (nan || std::isinf(m)) return fill_nan(y, 1, n);
-  A s = 0;
-  for (int64_t i = 0; i < n; ++i) s += std::exp(to_float(x[i]) - m);
+  const A s = sum_in_blocks<A>(n, [&](int64_t start, int64_t count) {
+    A part = 0;
+    for (int64_t i = start; i < start + count; ++i) part += std::exp(to_float(x[i]) - m);
+    return part;
+  });
   const A c = E::row_constant(s);
   for (int64_t i = 0; i < n; ++i) {
     const A v = to_float(x[i]);

@@ -2,8 +2,9 @@
 // (chunk of the reduced range). A block is one output, or for the "columns"
 // variant up to kColumns outputs adjacent in src, summed as vectors. When the
 // reduced range is longer than one chunk, chunks write partial sums to the
-// workspace and a second pass adds them in order: the same summation tree on
-// every run, whatever the thread count.
+// workspace and a second pass adds them pairwise: the same summation tree on
+// every run, whatever the thread count, its rounding error growing with the
+// log of the chunk count.
 #include "../reduce_sum_api.h"
 
 #include <algorithm>
@@ -170,14 +171,7 @@ void run(const ReduceSumCpu& d, T* out, const T* src, acc_t<T>* partials) {
     for (int64_t u = begin; u < end; ++u) sum_unit(u / d.chunks, u % d.chunks, partials + u * d.width);
   });
   parallel_for(d.blocks, std::max<int64_t>(1, 4096 / (d.chunks * d.width)), [&](int64_t begin, int64_t end) {
-    A acc[kColumns];
-    for (int64_t b = begin; b < end; ++b) {
-      const A* part = partials + b * d.chunks * d.width;
-      for (int64_t j = 0; j < d.width; ++j) acc[j] = 0;
-      for (int64_t c = 0; c < d.chunks; ++c)
-        for (int64_t j = 0; j < d.width; ++j) acc[j] += part[c * d.width + j];
-      store(b, acc);
-    }
+    for (int64_t b = begin; b < end; ++b) store(b, add_pairwise(partials + b * d.chunks * d.width, d.chunks, d.width));
   });
 }
 

@@ -36,9 +36,24 @@ template <class T, int TPR, int U>
 __device__ __forceinline__ float sum_run(const T* p, int64_t e0, int64_t e1, int64_t stride, int lane) {
   constexpr int VEC = kVec16<T>;
   float acc = 0.0f;
+  if (stride == 0) {  // a broadcast run: the lane's copies of one value, one rounding
+    const int64_t count = e0 + lane < e1 ? (e1 - e0 - lane + TPR - 1) / TPR : 0;
+    return count > 0 ? to_float(p[0]) * static_cast<float>(count) : 0.0f;
+  }
   if (stride != 1) {
-    for (int64_t e = e0 + lane; e < e1; e += TPR) acc += to_float(p[e * stride]);
-    return acc;
+    // Blocks of 16 elements folded into a second level, blocks of 256 into
+    // a third: a lane's serial chains stay short on long split runs.
+    float block = 0.0f, blocks = 0.0f;
+    int n = 0;
+    for (int64_t e = e0 + lane; e < e1; e += TPR) {
+      block += to_float(p[e * stride]);
+      if ((++n & 15) == 0) {
+        blocks += block;
+        block = 0.0f;
+        if ((n & 255) == 0) acc += blocks, blocks = 0.0f;
+      }
+    }
+    return acc + (blocks + block);
   }
   const int64_t head = min(e1 - e0, elements_to_alignment(p + e0));
   const int64_t a = e0 + head;
