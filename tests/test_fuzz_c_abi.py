@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
 from described_calls import OP_NAMES
@@ -38,7 +38,9 @@ from operator_runtime_testing import make_generator, random_values
 from test_c_abi import STATUS, create, functions, last_error, view
 
 MAX_ELEMENTS = 4096          # keeps one example cheap; long dims still reach the vector loops' tails
+MAX_MEDIUM_ELEMENTS = 2**17  # a few examples big enough for the CPU backend's threaded paths
 LONG_SIZES = st.sampled_from([8, 15, 16, 17, 31, 33, 64, 67, 130, 257])
+MEDIUM_SIZES = st.sampled_from([1025, 4099, 33000, 70001])
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
@@ -132,10 +134,10 @@ def operands(draw, shape, dtype, device, *, is_out: bool) -> Operand:
 
 # -- shapes and params ---------------------------------------------------------------------
 
-def _capped(shape) -> tuple:
-    """`shape` with its largest dims shrunk until it has at most MAX_ELEMENTS."""
+def _capped(shape, cap: int) -> tuple:
+    """`shape` with its largest dims shrunk until it has at most `cap` elements."""
     shape = list(shape)
-    while math.prod(shape) > MAX_ELEMENTS:
+    while math.prod(shape) > cap:
         largest = max(range(len(shape)), key=lambda d: shape[d])
         shape[largest] = max(1, shape[largest] // 2)
     return tuple(shape)
@@ -144,9 +146,10 @@ def _capped(shape) -> tuple:
 @st.composite
 def fuzz_shapes(draw) -> tuple:
     shape = draw(st.lists(SIZES, min_size=0, max_size=6))
-    if shape and draw(st.integers(0, 3)) == 0:  # one long dim
-        shape[draw(st.integers(0, len(shape) - 1))] = draw(LONG_SIZES)
-    return _capped(shape)
+    medium = draw(st.integers(0, 7)) == 0
+    if shape and (medium or draw(st.integers(0, 3)) == 0):  # one long dim
+        shape[draw(st.integers(0, len(shape) - 1))] = draw(MEDIUM_SIZES if medium else LONG_SIZES)
+    return _capped(shape, MAX_MEDIUM_ELEMENTS if medium else MAX_ELEMENTS)
 
 
 def _case_values(description, name) -> list:
@@ -272,6 +275,7 @@ def run_call(call: FuzzCall, c_backend: str, draw_int):
         size = ctypes.c_size_t(12345)
         assert fns.workspace(handle, ctypes.byref(size)) == 0, last_error()
         kind = "exact" if call.workspace == "smaller" and size.value == 0 else call.workspace
+        event(f"workspace {kind}" if size.value else "no workspace")  # --hypothesis-show-statistics
         buffer, given, guard = _workspace(size.value, kind, call.out.base.device, draw_int)
         pointer = None if buffer is None else buffer.data_ptr()
         status = fns.execute(handle, pointer, given, call.out.data, *[t.data for t in call.inputs], None)

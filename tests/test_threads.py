@@ -34,7 +34,7 @@ from operator_runtime_testing import assert_bitwise_equal, fresh_like, make_gene
 from test_c_abi import create, functions, last_error, planned, view
 
 THREADS = 8
-CALLS_PER_THREAD = 2000
+CALLS_PER_THREAD = 4000
 CACHE_CAPACITY = 16          # far below the distinct calls below, so the cache keeps evicting
 BATCH_SIZES = range(1, 9)    # leading dims: distinct shapes, hence distinct descriptors
 
@@ -157,6 +157,7 @@ def test_api_calls_from_threads(backend, dtypes, device, thrashing_cache):
                         _, _, prepare = forms(task.name)
                         prepared[k] = prepare(outs[k], *task.inputs, **task.params, backend=backend)
                 if task.form == "prepare":
+                    poison(outs[k])
                     result = prepared[k].run()
                 else:
                     result = task.run(backend, None if task.out is None else poison(outs[k]))
