@@ -35,7 +35,7 @@ from operator_runtime.description import REQUIRED
 from operator_runtime.ops import DESCRIPTIONS
 from operator_runtime_testing import make_generator, random_values
 # The C call helpers stay in test_c_abi.py (shared from there).
-from test_c_abi import STATUS, create, functions, last_error, view
+from c_abi_calls import STATUS, create, functions, last_error, view
 
 MAX_ELEMENTS = 4096          # keeps one example cheap; long dims still reach the vector loops' tails
 MAX_MEDIUM_ELEMENTS = 2**17  # a few examples big enough for the CPU backend's threaded paths

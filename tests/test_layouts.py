@@ -21,7 +21,7 @@ import torch
 from harness import spec_for, upcast
 from operator_runtime.ops import DESCRIPTIONS
 from operator_runtime._internal.tensors import DTYPE_CODES
-from test_c_abi import create, functions, last_error, planned, view
+from c_abi_calls import create, functions, last_error, planned, view
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 

@@ -31,7 +31,7 @@ from operator_runtime._internal.tensors import DTYPE_CODES
 from operator_runtime.ops import DESCRIPTIONS
 from operator_runtime_testing import assert_bitwise_equal, fresh_like, make_generator, poison
 # The C call helpers stay in test_c_abi.py (shared from there).
-from test_c_abi import create, functions, last_error, planned, view
+from c_abi_calls import create, functions, last_error, planned, view
 
 THREADS = 8
 CALLS_PER_THREAD = 4000

@@ -182,10 +182,14 @@ void execute(const ReduceSumCpu& d, void* workspace, void* out, const void* src,
   dispatch_dtype(d.dtype, [&](auto type) {
     using T = decltype(type);
     if (d.kind == Kind::kZeros) {
-      char* const base[2] = {static_cast<char*>(out), nullptr};
+      // Only out is walked: the source (possibly NULL, being empty) gets
+      // zero strides, so no offset is ever applied to its pointer.
+      StridedLayout<2> out_only = d.layout.kept;
+      for (int dim = 0; dim < out_only.ndim; ++dim) out_only.strides[1][dim] = 0;
+      char* const base[2] = {static_cast<char*>(out), static_cast<char*>(out)};
       const int sizes[2] = {d.element_size, d.element_size};
-      const int64_t stride = d.layout.kept.inner_stride(0);
-      parallel_runs(d.layout.kept, base, sizes, [&](char* const* p, int64_t n) {
+      const int64_t stride = out_only.inner_stride(0);
+      parallel_runs(out_only, base, sizes, [&](char* const* p, int64_t n) {
         for (int64_t i = 0; i < n; ++i) reinterpret_cast<T*>(p[0])[i * stride] = from_float<T>(0.0f);
       });
       return;
