@@ -5,9 +5,9 @@
 //
 // Handle value (64 bits): kMagic in bits 56..63 (never 0, and on x86-64 a
 // non-canonical address, so a caller that dereferences a handle faults), the
-// generation in bits 24..55, the slot index in bits 0..23. A slot's generation advances on every destroy; a slot
-// whose 2^32 generations are spent is retired, so no handle value is ever
-// issued twice in a process.
+// generation in bits 24..55, the slot index in bits 0..23. A slot's
+// generation advances on every destroy; a slot whose 2^32 generations are
+// spent is retired, so no handle value is ever issued twice in a process.
 //
 // Lookups are lock-free: a slot holds the live handle value (0 when free),
 // its object and type tag; a lookup reads the value, then the object and
