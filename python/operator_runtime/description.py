@@ -25,10 +25,14 @@ REQUIRED = object()  # a Param without a default
 
 @dataclass(frozen=True)
 class Param:
-    """One scalar parameter after the tensor inputs (e.g. ``dim``)."""
+    """One scalar parameter after the tensor inputs (e.g. ``dim``).
+
+    schema: its type in the op's torch.library schema (``int``, ``bool``,
+    ``int[1]?``, ...); None takes it from the default's type."""
 
     name: str
     default: Any = REQUIRED
+    schema: str | None = None
 
 
 @dataclass

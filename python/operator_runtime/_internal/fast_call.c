@@ -36,9 +36,28 @@ static PyObject* tensor_type;     /* torch.Tensor */
 static PyObject* empty_like;      /* torch.empty_like */
 static PyObject* raw_stream;      /* index -> current cudaStream_t (int), or None */
 static PyObject* current_device;  /* () -> current CUDA device index, or None */
+static PyObject* parameter_type;  /* torch.nn.Parameter */
+static PyObject* grad_enabled;    /* torch.is_grad_enabled */
+static PyObject* bump_version;    /* torch._C._increment_version (an iterable of tensors) */
 
 static PyObject *s_dtype, *s_shape, *s_stride, *s_device, *s_data_ptr, *s_handle, *s_used, *s_native,
-    *s_new_out, *s_check, *s_is_neg, *s_version;
+    *s_new_out, *s_check, *s_is_neg, *s_version, *s_requires_grad;
+
+/* Whether autograd would have to record a call on t: t requires grad and
+ * grad mode is on (Python then refuses it, or runs the registered operator).
+ * 1: yes, 0: no, -1: error. */
+static int needs_grad(PyObject* t) {
+  PyObject* requires = PyObject_GetAttr(t, s_requires_grad);
+  if (requires == NULL) return -1;
+  const int required = requires == Py_True;
+  Py_DECREF(requires);
+  if (!required) return 0;
+  PyObject* enabled = PyObject_CallNoArgs(grad_enabled);
+  if (enabled == NULL) return -1;
+  const int on = enabled == Py_True;
+  Py_DECREF(enabled);
+  return on;
+}
 
 /* tuple(map(type, params)), plus each tuple param's element types when a
  * param is a tuple (operator.py's _param_types). */
@@ -72,9 +91,14 @@ static PyObject* param_types(PyObject* params) {
 }
 
 /* Puts t's dtype, shape, stride() and device at key[at..at+3]. -1 with no
- * exception set for a tensor with torch's negative bit: it has a plain
- * tensor's signature, and the slow path resolves or refuses it. */
+ * exception set for a tensor the slow path must see: torch's negative bit
+ * (it has a plain tensor's signature; the slow path resolves or refuses
+ * it), a subclass (fake tensors and the like take the registered operator)
+ * or a gradient to record. */
 static int put_signature(PyObject* key, Py_ssize_t at, PyObject* t) {
+  if (Py_TYPE(t) != (PyTypeObject*)tensor_type && Py_TYPE(t) != (PyTypeObject*)parameter_type) return -1;
+  const int grad = needs_grad(t);
+  if (grad != 0) return -1;
   PyObject* neg = PyObject_CallMethodNoArgs(t, s_is_neg);
   if (neg == NULL) return -1;
   const int negative = neg == Py_True;
@@ -170,32 +194,62 @@ static int overlaps(PyObject* record_out_span, PyObject* spans, PyObject* out, P
 static int bound_unchanged(PyObject* state, Py_ssize_t n, intptr_t* pointers, int* have_pointers) {
   const Py_ssize_t count = PyTuple_GET_SIZE(state) - 1;
   for (Py_ssize_t i = 0; i < count; ++i) {
-    PyObject* item = PyTuple_GET_ITEM(state, 1 + i);  /* (tensor, data pointer, version, shape, strides) */
-    PyObject* t = PyTuple_GET_ITEM(item, 0);
+    PyObject* item = PyTuple_GET_ITEM(state, 1 + i);  /* [tensor, data pointer, version, shape, strides] */
+    if (!PyList_CheckExact(item) || PyList_GET_SIZE(item) != 5) {
+      PyErr_SetString(PyExc_TypeError, "run: a bound state item is [tensor, pointer, version, shape, strides]");
+      return -1;
+    }
+    PyObject* t = PyList_GET_ITEM(item, 0);
     intptr_t ptr;
     if (data_ptr(t, &ptr) < 0) return -1;
-    const intptr_t recorded = (intptr_t)PyLong_AsVoidPtr(PyTuple_GET_ITEM(item, 1));
+    const intptr_t recorded = (intptr_t)PyLong_AsVoidPtr(PyList_GET_ITEM(item, 1));
     if (ptr != recorded) return PyErr_Occurred() ? -1 : 0;
     if (i <= n) pointers[i] = ptr;
     PyObject* version = PyObject_GetAttr(t, s_version);
     if (version == NULL) return -1;
-    int same = PyObject_RichCompareBool(version, PyTuple_GET_ITEM(item, 2), Py_EQ);
+    int same = PyObject_RichCompareBool(version, PyList_GET_ITEM(item, 2), Py_EQ);
     Py_DECREF(version);
     if (same < 0) return -1;
     if (same) continue;
     PyObject* shape = PyObject_GetAttr(t, s_shape);
     if (shape == NULL) return -1;
-    same = PyObject_RichCompareBool(shape, PyTuple_GET_ITEM(item, 3), Py_EQ);
+    same = PyObject_RichCompareBool(shape, PyList_GET_ITEM(item, 3), Py_EQ);
     Py_DECREF(shape);
     if (same <= 0) return same;
     PyObject* stride = PyObject_CallMethodNoArgs(t, s_stride);
     if (stride == NULL) return -1;
-    same = PyObject_RichCompareBool(stride, PyTuple_GET_ITEM(item, 4), Py_EQ);
+    same = PyObject_RichCompareBool(stride, PyList_GET_ITEM(item, 4), Py_EQ);
     Py_DECREF(stride);
     if (same <= 0) return same;
   }
   *have_pointers = count == 1 + n && PyTuple_GET_ITEM(state, 0) == Py_True;
   return 1;
+}
+
+/* After a write into a given out: its version counter bumped, so autograd
+ * sees the write, and a prepared op's bound state told the new version
+ * (operator.py: PreparedOp._wrote). 0, or -1 with an exception. */
+static int wrote(PyObject* out, PyObject* state) {
+  PyObject* tensors = PyTuple_Pack(1, out);
+  if (tensors == NULL) return -1;
+  PyObject* done = PyObject_CallOneArg(bump_version, tensors);
+  Py_DECREF(tensors);
+  if (done == NULL) return -1;
+  Py_DECREF(done);
+  if (state == NULL) return 0;
+  PyObject* version = NULL;
+  for (Py_ssize_t i = 1; i < PyTuple_GET_SIZE(state); ++i) {
+    PyObject* item = PyTuple_GET_ITEM(state, i);  /* checked by bound_unchanged */
+    if (PyList_GET_ITEM(item, 0) != out) continue;
+    if (version == NULL && (version = PyObject_GetAttr(out, s_version)) == NULL) return -1;
+    Py_INCREF(version);
+    if (PyList_SetItem(item, 2, version) < 0) {  /* steals version, releases the old one */
+      Py_DECREF(version);
+      return -1;
+    }
+  }
+  Py_XDECREF(version);
+  return 0;
 }
 
 /* Runs a native record: (descriptor, execute address, slot or None, like,
@@ -226,7 +280,8 @@ static PyObject* run_record(PyObject* entry, PyObject* record, PyObject* out, Py
     if (int_result(raw_stream, PyTuple_GET_ITEM(record, 4), &raw) < 0) return NULL;
     stream = (void*)(intptr_t)raw;
   }
-  if (out == Py_None) {
+  const int given = out != Py_None;
+  if (!given) {
     const long like = PyLong_AsLong(PyTuple_GET_ITEM(record, 3));
     PyObject* source = like >= 0 ? PyTuple_GET_ITEM(inputs, like) : NULL;
     if (source != NULL && Py_TYPE(source) == (PyTypeObject*)tensor_type) {  /* a subclass may override it */
@@ -235,6 +290,10 @@ static PyObject* run_record(PyObject* entry, PyObject* record, PyObject* out, Py
       out = PyObject_CallMethodNoArgs(entry, s_new_out);
     }
     if (out == NULL) return NULL;
+    if (Py_TYPE(out) != (PyTypeObject*)tensor_type) {  /* a dispatch mode made it: Python routes the call */
+      Py_DECREF(out);
+      return Py_None;
+    }
   } else if (PyTuple_GET_SIZE(PyTuple_GET_ITEM(record, 6))) {
     const int overlap = overlaps(PyTuple_GET_ITEM(record, 5), PyTuple_GET_ITEM(record, 6), out, inputs);
     if (overlap != 0) return overlap < 0 ? NULL : Py_None;  /* Python's path raises the overlap error */
@@ -281,6 +340,7 @@ static PyObject* run_record(PyObject* entry, PyObject* record, PyObject* out, Py
     if (checked == NULL) goto fail;
     Py_DECREF(checked);
   }
+  if (given && wrote(out, state) < 0) goto fail;
   return out;
 fail:
   Py_DECREF(out);
@@ -330,14 +390,27 @@ static PyObject* fast_run(PyObject* Py_UNUSED(module), PyObject* const* args, Py
     PyErr_SetString(PyExc_TypeError, "run(record, out, inputs, state)");
     return NULL;
   }
+  /* A gradient to record: Python refuses it. */
+  int grad = needs_grad(args[1]);
+  for (Py_ssize_t i = 0; grad == 0 && i < PyTuple_GET_SIZE(args[2]); ++i) grad = needs_grad(PyTuple_GET_ITEM(args[2], i));
+  if (grad != 0) {
+    if (grad < 0) return NULL;
+    Py_RETURN_NONE;
+  }
   PyObject* result = run_record(NULL, args[0], args[1], args[2], args[3] == Py_None ? NULL : args[3]);
   if (result == Py_None) Py_RETURN_NONE;
   return result;
 }
 
 static PyObject* configure(PyObject* Py_UNUSED(module), PyObject* args) {
-  PyObject *c, *t, *e, *r, *d;
-  if (!PyArg_ParseTuple(args, "O!OOOO:configure", &PyDict_Type, &c, &t, &e, &r, &d)) return NULL;
+  PyObject *c, *t, *e, *r, *d, *p, *g, *v;
+  if (!PyArg_ParseTuple(args, "O!OOOOOOO:configure", &PyDict_Type, &c, &t, &e, &r, &d, &p, &g, &v)) return NULL;
+  Py_INCREF(p);
+  Py_INCREF(g);
+  Py_INCREF(v);
+  Py_XSETREF(parameter_type, p);
+  Py_XSETREF(grad_enabled, g);
+  Py_XSETREF(bump_version, v);
   Py_INCREF(c);
   Py_INCREF(t);
   Py_INCREF(e);
@@ -356,7 +429,8 @@ static PyMethodDef methods[] = {
      "call(op, out, inputs, params, backend): out, the signature key, or None (see fast_call.c)"},
     {"run", (PyCFunction)(void (*)(void))fast_run, METH_FASTCALL, "run(record, out, inputs, state): out, or None"},
     {"configure", configure, METH_VARARGS,
-     "configure(calls, torch.Tensor, torch.empty_like, raw_stream or None, current_device or None)"},
+     "configure(calls, torch.Tensor, torch.empty_like, raw_stream or None, current_device or None, "
+     "torch.nn.Parameter, torch.is_grad_enabled, torch._C._increment_version)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -364,9 +438,9 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_fast_call", NUL
 
 PyMODINIT_FUNC PyInit__fast_call(void) {
   const char* names[] = {"dtype", "shape", "stride", "device", "data_ptr", "_handle", "used", "native", "new_out",
-                         "check", "is_neg", "_version"};
+                         "check", "is_neg", "_version", "requires_grad"};
   PyObject** slots[] = {&s_dtype, &s_shape,  &s_stride, &s_device, &s_data_ptr, &s_handle,
-                        &s_used,  &s_native, &s_new_out, &s_check, &s_is_neg, &s_version};
+                        &s_used,  &s_native, &s_new_out, &s_check, &s_is_neg, &s_version, &s_requires_grad};
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
     *slots[i] = PyUnicode_InternFromString(names[i]);
     if (*slots[i] == NULL) return NULL;

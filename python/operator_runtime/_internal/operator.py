@@ -33,6 +33,7 @@ from ..description import OpDescription, Plan
 from .backends import backend_impl
 from .cuda import CUDA_GET_DEVICE, CUDA_RAW_STREAM, cuda_current_device, cuda_is_capturing
 from .library import fast_call_module
+from .torch_library import autograd_refusal, call_torch_op
 from .tensors import (_byte_span, require_dtype, require_no_partial_overlap, require_no_self_overlap,
                       require_tensor, resolve_lazy_sign)
 
@@ -138,6 +139,27 @@ class DescriptorCache:
 def _alive(descriptor) -> bool:
     alive = getattr(descriptor, "alive", None)
     return alive if alive is not None else not getattr(descriptor, "_destroyed", False)
+
+
+_compiling = torch.compiler.is_dynamo_compiling  # dynamo folds it to True; eagerly a trivial call
+_grad_enabled = torch.is_grad_enabled
+_bump_version = torch._C._increment_version  # takes an iterable of tensors
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)  # what the fast path serves; subclasses go slow
+_PLAIN_DISPATCH = torch.Tensor.__torch_dispatch__
+
+
+def _needs_torch_op(out, inputs) -> bool:
+    """Whether a call must go through the registered operator: a tensor
+    subclass with its own __torch_dispatch__ (fake, functional tensors), an
+    active dispatch mode (FakeTensorMode, make_fx), or a gradient to record."""
+    tensors = inputs if out is None else (out, *inputs)
+    for t in tensors:
+        if type(t) not in _PLAIN_TENSORS and isinstance(t, torch.Tensor) and \
+                type(t).__torch_dispatch__ is not _PLAIN_DISPATCH:
+            return True
+    if torch._C._len_torch_dispatch_stack():
+        return True
+    return _grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
 
 
 def _signature(t: torch.Tensor) -> tuple:
@@ -349,6 +371,8 @@ class Operator:
 
     def call(self, out, inputs: tuple, params: tuple, backend):
         # The fast path, kept flat: every line here is paid by every call.
+        if _compiling():  # dynamo traces the registered operator instead
+            return self._torch_op_call(out, inputs, params, backend)
         if _NATIVE_CALL is not None:  # the steps below, in C, for entries with a native record
             key = _NATIVE_CALL(self, out, inputs, params, backend)
             if type(key) is not tuple:
@@ -391,7 +415,7 @@ class Operator:
         # the slow path resolves or refuses it. (A conjugate bit comes only
         # with complex dtypes, which no entry has.)
         for t in inputs:
-            if t.is_neg():
+            if t.is_neg() or type(t) not in _PLAIN_TENSORS or (t.requires_grad and _grad_enabled()):
                 return self._call_slow(out, inputs, params, backend, key)
         if out is None:
             like = entry.like
@@ -400,8 +424,8 @@ class Operator:
             else:
                 out = entry.new_out()
         else:
-            if out.is_neg():
-                return self._call_slow(out, inputs, params, backend, key)  # raises
+            if out.is_neg() or type(out) not in _PLAIN_TENSORS or (out.requires_grad and _grad_enabled()):
+                return self._call_slow(out, inputs, params, backend, key)
             out_ptr = out.data_ptr()
             o0, o1 = entry.out_span
             o0 += out_ptr
@@ -432,18 +456,33 @@ class Operator:
             if cuda_current_device() != cuda_index:
                 workspace = _call_workspace(entry.device, stream, entry.workspace_size, True)
                 _launch(entry.impl, cuda_index, descriptor, out, inputs, workspace, entry.device)
+                if entry.out_span is not None:
+                    _bump_version((out,))
                 return out
         if execute is None or entry.workspace_size:
             workspace = _call_workspace(entry.device, stream, entry.workspace_size, cuda_index is not None)
             descriptor.execute(out, inputs, workspace, stream)
-            return out
-        # A C descriptor without workspace: only data pointers cross (an
-        # expanded view shares its tensor's).
-        execute(None, 0, out, inputs, stream)
+        else:
+            # A C descriptor without workspace: only data pointers cross (an
+            # expanded view shares its tensor's).
+            execute(None, 0, out, inputs, stream)
+        if entry.out_span is not None:  # a given out: autograd must see the write
+            _bump_version((out,))
         return out
+
+    def _torch_op_call(self, out, inputs, params, backend):
+        """The call through the registered operator, which picks the
+        backend from the device as backend=None does."""
+        if backend is not None and inputs and isinstance(inputs[0], torch.Tensor) and \
+                parse_backend(backend) != default_backend(inputs[0].device):
+            raise NotImplementedError(f"{self.name}: under torch.compile, fake tensors, dispatch modes or "
+                                      f"autograd the backend follows the tensors' device; got backend={backend!r}")
+        return call_torch_op(self.name, out, inputs, params)
 
     def _call_slow(self, out, inputs: tuple, params: tuple, backend, call_key):
         given_out = out is not None
+        if _needs_torch_op(out, inputs):
+            return self._torch_op_call(out, inputs, params, backend)
         impl, plan, out = self._resolve(out, inputs, params, backend)
         # A fast-path entry needs the plan's inputs to be the caller's
         # tensors, at most expanded (same data pointers).
@@ -462,6 +501,8 @@ class Operator:
             stream = impl.stream(out.device) if cuda else None
             workspace = WORKSPACES.get(out.device, stream, descriptor.workspace_size, cuda)
         _launch(impl, cuda_index, descriptor, out, plan.inputs, workspace, out.device)
+        if given_out:  # autograd must see the write
+            _bump_version((out,))
         if call_key is not None and direct:
             entry = _CallEntry(slot, descriptor_key, impl, out, plan, inputs, given_out)
             DESCRIPTOR_CACHE.add_call(call_key, slot, entry)
@@ -490,7 +531,8 @@ def _native_functions():
     module = fast_call_module()
     if module is None:
         return None, None, 0
-    module.configure(_CALLS, torch.Tensor, torch.empty_like, CUDA_RAW_STREAM, CUDA_GET_DEVICE)
+    module.configure(_CALLS, torch.Tensor, torch.empty_like, CUDA_RAW_STREAM, CUDA_GET_DEVICE, torch.nn.Parameter,
+                     _grad_enabled, _bump_version)
     return module.call, module.run, module.MAX_INPUTS
 
 
@@ -536,8 +578,9 @@ class PreparedOp:
     def _bound_state(self, out, inputs) -> tuple:
         """What run() compares (fast_call.c reads it by position): whether the
         launch may take the recorded pointers (each input of the plan starts
-        where the caller's does), then (tensor, data pointer, version, shape,
-        strides) of out and of each caller's input. A tensor is unchanged when
+        where the caller's does), then [tensor, data pointer, version, shape,
+        strides] of out and of each caller's input (a list: a run updates the
+        version of what it wrote, see _wrote). A tensor is unchanged when
         its data pointer is, and its version counter or else its shape and
         strides: every in-place op that changes a layout (set_, resize_,
         as_strided_, transpose_, ...) bumps the counter. ``.data =`` keeps it,
@@ -547,7 +590,22 @@ class PreparedOp:
         bound = (out,) + self._given
         direct = len(inputs) == len(self._given) and all(
             p.data_ptr() == g.data_ptr() for p, g in zip(inputs, self._given))
-        return (direct,) + tuple((t, t.data_ptr(), t._version, t.shape, t.stride()) for t in bound)
+        return (direct,) + tuple([t, t.data_ptr(), t._version, t.shape, t.stride()] for t in bound)
+
+    def _wrote(self, out, state) -> None:
+        """After a write into out: its version counter bumped (autograd sees
+        the write), and the bound state told, so the next run still takes
+        the version check's short way."""
+        _bump_version((out,))
+        if state is not None:
+            for item in self._state[1:]:
+                if item[0] is out:
+                    item[2] = out._version
+
+    def _refuse_autograd(self, out, inputs) -> None:
+        error = autograd_refusal(f"prepared {self._operator.name}.run", out, inputs)
+        if error is not None:
+            raise error
 
     @property
     def backend(self) -> str:
@@ -582,6 +640,7 @@ class PreparedOp:
                 ran = _NATIVE_RUN(native, out, inputs, state)
                 if ran is not None:
                     return ran
+            self._refuse_autograd(out, inputs)
             if state is not None and self._moved(state):
                 out, inputs = self._rebind_moved()
             execute = self._c_execute
@@ -594,6 +653,7 @@ class PreparedOp:
                 descriptor.execute(out, inputs, self._workspace, None)
             else:
                 _launch(self._impl, self._cuda_index, descriptor, out, inputs, self._workspace, self._device)
+            self._wrote(out, state)
             return out
         finally:
             if claim is not None:
@@ -602,12 +662,14 @@ class PreparedOp:
     def _run_contended(self, out, inputs, state):
         """Another run holds the prepared workspace: this one takes its
         thread's own (per device and stream, as op() calls do)."""
+        self._refuse_autograd(out, inputs)
         if state is not None and self._moved(state):
             out, inputs = self._rebind_moved()
         cuda = self._cuda_index is not None
         stream = self._impl.stream(self._device) if cuda else None
         workspace = _call_workspace(self._device, stream, self.workspace_size, cuda)
         _launch(self._impl, self._cuda_index, self._descriptor, out, inputs, workspace, self._device)
+        self._wrote(out, state)
         return out
 
     @staticmethod

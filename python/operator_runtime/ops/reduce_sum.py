@@ -170,7 +170,7 @@ DESCRIPTION = OpDescription(
     summary="src summed over dim",
     family="reduction",
     inputs=("src",),
-    params=(Param("dim", -1), Param("keepdim", False)),
+    params=(Param("dim", -1, schema="int[1]?"), Param("keepdim", False)),
     plan=_plan,
     c_params=_c_params,
     reference=lambda src, dim=-1, keepdim=False: torch.sum(src, _torch_dims(src, dim), keepdim=keepdim),

@@ -1,0 +1,121 @@
+"""Every discovered op as a torch.library operator, from its description:
+
+    torch.ops.operator_runtime.<op>(inputs..., params...) -> Tensor
+    torch.ops.operator_runtime.<op>_out(Tensor(a!) out, inputs..., params...) -> ()
+
+with a fake implementation (shape and dtype from the op's plan, contiguous
+like the real output), a kernel that runs the op's plain function (backend
+chosen by device), and an Autograd kernel. Until the ops have backward
+formulas the Autograd kernel refuses a call that autograd would have to
+record (``autograd_refusal``); torch.library.register_autograd replaces it.
+
+The plain functions come here (``call_torch_op``) while dynamo traces them,
+and for fake or dispatch-subclass tensors, an active dispatch mode, or
+inputs that need gradients (operator.py decides); eager calls keep their
+fast path and never enter the dispatcher.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..description import REQUIRED
+
+NAMESPACE = "operator_runtime"
+_LIBRARY = torch.library.Library(NAMESPACE, "DEF")
+_SCHEMA_TYPES = {bool: "bool", int: "int", float: "float", str: "str"}
+
+
+def autograd_refusal(name: str, out, inputs) -> RuntimeError | None:
+    """The error for a call autograd would have to record (None: nothing to
+    record). An out that is a leaf requiring grad is refused as torch's
+    in-place ops refuse it; anything else needing a gradient is not
+    supported yet rather than silently detached."""
+    if not torch.is_grad_enabled():
+        return None
+    if out is not None and out.requires_grad and out.is_leaf:
+        return RuntimeError(f"{name}: a leaf Variable that requires grad is being used in an in-place "
+                            "operation (out)")
+    if (out is not None and out.requires_grad) or any(t.requires_grad for t in inputs):
+        return NotImplementedError(
+            f"{name}: operator_runtime does not support autograd yet, and an argument requires grad; "
+            "call it under torch.no_grad() or pass .detach()ed tensors (no gradient is dropped silently)")
+    return None
+
+
+def torch_op(name: str, out_variant: bool):
+    """The registered OpOverload of op ``name`` (or of its out-variant)."""
+    return getattr(getattr(torch.ops, NAMESPACE), f"{name}_out" if out_variant else name).default
+
+
+def call_torch_op(name: str, out, inputs: tuple, params: tuple):
+    """The plain function's call, through the registered operator."""
+    if out is None:
+        return torch_op(name, False)(*inputs, *params)
+    torch_op(name, True)(out, *inputs, *params)
+    return out
+
+
+def _schema_arguments(description) -> str:
+    arguments = [f"Tensor {name}" for name in description.inputs]
+    for param in description.params:
+        kind = param.schema or _SCHEMA_TYPES.get(type(param.default))
+        if kind is None:
+            raise TypeError(f"{description.name}: parameter {param.name!r} needs Param(schema=...), "
+                            "its default's type has no schema type")
+        default = "" if param.default is REQUIRED else f"={param.default!r}"
+        arguments.append(f"{kind} {param.name}{default}")
+    return ", ".join(arguments)
+
+
+def _runtime_params(params) -> tuple:
+    # Schema lists (int[1]?) arrive as lists; the runtime keys calls by hashable params.
+    return tuple(tuple(p) if type(p) is list else p for p in params)
+
+
+def register(description, forms: dict) -> None:
+    """Defines and implements op and op_out from the description and the
+    op's public forms (``forms[name]``, ``forms[name + "_"]``)."""
+    name = description.name
+    count = len(description.inputs)
+    arguments = _schema_arguments(description)
+    _LIBRARY.define(f"{name}({arguments}) -> Tensor")
+    _LIBRARY.define(f"{name}_out(Tensor(a!) out, {arguments}) -> ()")
+    plain, plain_out, plan = forms[name], forms[f"{name}_"], description.plan
+
+    def kernel(*args):
+        return plain(*args[:count], *_runtime_params(args[count:]))
+
+    def out_kernel(out, *args):
+        plain_out(out, *args[:count], *_runtime_params(args[count:]))
+
+    def fake(*args):
+        inputs = args[:count]
+        planned = plan(None, *inputs, *_runtime_params(args[count:]))
+        dtype = planned.out_dtype if planned.out_dtype is not None else inputs[0].dtype
+        return inputs[0].new_empty(planned.out_shape, dtype=dtype)  # contiguous, as the real op's
+
+    def out_fake(out, *args):
+        plan(out, *args[:count], *_runtime_params(args[count:]))  # validates as the real call does
+
+    for op_name, implementation, fake_implementation, has_out in (
+            (name, kernel, fake, False), (f"{name}_out", out_kernel, out_fake, True)):
+        _LIBRARY.impl(op_name, implementation, "CompositeExplicitAutograd")
+        torch.library.register_fake(f"{NAMESPACE}::{op_name}", fake_implementation, lib=_LIBRARY)
+        _LIBRARY.impl(op_name, _autograd_kernel(name, torch_op(name, has_out), count, has_out), "Autograd",
+                      with_keyset=True)
+
+
+def _autograd_kernel(name: str, overload, count: int, has_out: bool):
+    """Runs the op below autograd when no gradient is needed; otherwise
+    raises autograd_refusal's error (the one place a backward will replace)."""
+    after_autograd = torch._C._after_autograd_keyset
+
+    def kernel(keyset, *args):
+        out, inputs = (args[0], args[1:1 + count]) if has_out else (None, args[:count])
+        error = autograd_refusal(name, out, inputs)
+        if error is not None:
+            raise error
+        return overload.redispatch(keyset & after_autograd, *args)
+
+    return kernel
