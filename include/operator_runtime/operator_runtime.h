@@ -4,7 +4,7 @@
  * Each operator <op> and backend <b> exports four functions, plus a string
  * naming the op's arguments:
  *
- *   oprt_create_<op>_descriptor_<b>(&desc, out_view, input_views..., params...)
+ *   oprt_create_<op>_descriptor_ex_<b>(&desc, out_view, input_views..., params...)
  *   oprt_get_<op>_workspace_size_<b>(desc, &bytes)
  *   oprt_execute_<op>_<b>(desc, workspace, workspace_bytes, out, inputs..., stream)
  *   oprt_destroy_<op>_descriptor_<b>(desc)
@@ -13,7 +13,13 @@
  * The op's header ops/<op>/<op>_api.h states its arguments once, as
  *   #define OPRT_ARGS_<op>(INPUT, PARAM) INPUT(src) PARAM(int32_t, dim)
  * (input tensors in order, then scalar parameters), and OPRT_DECLARE_OP(<op>, <b>)
- * below expands that list into the four prototypes.
+ * below expands that list into the prototypes.
+ *
+ * oprt_create_<op>_descriptor_<b> (no _ex) is the same create under the seed
+ * project's name. Where the seed exported that name with other arguments
+ * (reduce_sum and softmax took an int64_t axis), it keeps the seed's
+ * arguments, stated in the op's header as OPRT_SEED_ARGS_<op>, and maps them
+ * onto the _ex form; see OPRT_CREATE_ARGS below.
  *
  * create binds shapes, strides, dtypes and parameters (the views' data
  * pointers are ignored); execute takes data pointers, workspace and stream
@@ -105,11 +111,36 @@ typedef struct oprt_descriptor* oprt_descriptor_t;
 #define OPRT_ARG_VIEW_TEXT(name) "tensor " #name ", "
 #define OPRT_ARG_PARAM_TEXT(type, name) #type " " #name ", "
 
-/* The five entry points of op <op> on backend <b>. */
+/* OPRT_HAS_SEED_ARGS(op): 1 when the op's header defines OPRT_SEED_ARGS_<op>,
+ * else 0. The probe turns the list's first INPUT into "~, 1," so the second
+ * item is 1; an undefined OPRT_SEED_ARGS_<op>(...) stays one item. */
+#define OPRT_PP_SECOND(first, second, ...) second
+#define OPRT_PP_SECOND_OF(...) OPRT_PP_SECOND(__VA_ARGS__)
+#define OPRT_PP_SEED_PROBE(name) ~, 1,
+#define OPRT_HAS_SEED_ARGS(op) OPRT_PP_SECOND_OF(OPRT_SEED_ARGS_##op(OPRT_PP_SEED_PROBE, OPRT_ARG_NONE), 0, ~)
+#define OPRT_PP_IF(condition) OPRT_PP_IF_(condition)
+#define OPRT_PP_IF_(condition) OPRT_PP_IF_##condition
+#define OPRT_PP_IF_0(yes, no) no
+#define OPRT_PP_IF_1(yes, no) yes
+
+/* The argument list macro of oprt_create_<op>_descriptor_<b>: the seed's where
+ * the op states one, else the full OPRT_ARGS_<op>. */
+#define OPRT_CREATE_ARGS(op) OPRT_PP_IF(OPRT_HAS_SEED_ARGS(op))(OPRT_SEED_ARGS_##op, OPRT_ARGS_##op)
+
+/* A seed axis (int64_t) as the int32_t dim of the full create; one that does
+ * not fit becomes INT32_MIN, which every create refuses as out of range. */
+static inline int32_t oprt_seed_dim(int64_t axis) {
+  return axis == (int64_t)(int32_t)axis ? (int32_t)axis : INT32_MIN;
+}
+
+/* The entry points of op <op> on backend <b>. */
 #define OPRT_DECLARE_OP(op, b)                                                             \
-  OPRT_API oprt_status_t oprt_create_##op##_descriptor_##b(                                \
+  OPRT_API oprt_status_t oprt_create_##op##_descriptor_ex_##b(                             \
       oprt_descriptor_t* desc,                                                             \
       const oprt_tensor_view_t* out OPRT_ARGS_##op(OPRT_ARG_VIEW, OPRT_ARG_PARAM));        \
+  OPRT_API oprt_status_t oprt_create_##op##_descriptor_##b(                                \
+      oprt_descriptor_t* desc,                                                             \
+      const oprt_tensor_view_t* out OPRT_CREATE_ARGS(op)(OPRT_ARG_VIEW, OPRT_ARG_PARAM));  \
   OPRT_API oprt_status_t oprt_get_##op##_workspace_size_##b(oprt_descriptor_t desc,        \
                                                             size_t* workspace_bytes);      \
   OPRT_API oprt_status_t oprt_execute_##op##_##b(                                          \
@@ -117,6 +148,14 @@ typedef struct oprt_descriptor* oprt_descriptor_t;
       void* out OPRT_ARGS_##op(OPRT_ARG_DATA, OPRT_ARG_NONE), void* stream);               \
   OPRT_API oprt_status_t oprt_destroy_##op##_descriptor_##b(oprt_descriptor_t desc);       \
   OPRT_API const char* oprt_##op##_signature_##b(void);
+
+/* The version of the ABI this header describes. It changes whenever an
+ * exported function, type or constant changes incompatibly. */
+#define OPRT_ABI_VERSION 1
+
+/* The ABI version the library was built with (OPRT_ABI_VERSION of its header):
+ * a caller built against another version must not call anything else. */
+OPRT_API int oprt_abi_version(void);
 
 /* A static, human-readable name for a status code ("OPRT_STATUS_BAD_SHAPE"). */
 OPRT_API const char* oprt_status_string(oprt_status_t status);

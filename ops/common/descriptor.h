@@ -93,6 +93,12 @@ inline void require_data(const void* data, const char* name, int64_t numel) {
 
 }  // namespace oprt
 
+// The body of oprt_create_<op>_descriptor_<b>: the op's oprt::seed::<op>
+// (its header's mapping of the seed's arguments onto the full create) where it
+// states OPRT_SEED_ARGS_<op>, else a plain call of the full create.
+#define OPRT_PP_CALL(function, ...) function(__VA_ARGS__)
+#define OPRT_SEED_CREATE_CALL(op) OPRT_PP_IF(OPRT_HAS_SEED_ARGS(op))(::oprt::seed::op, OPRT_PP_CALL)
+
 // Defines the entry points of op `op` on backend `b` (declared by
 // OPRT_DECLARE_OP from the op's OPRT_ARGS_<op> list) around a descriptor type D
 // and two functions, found by qualified name:
@@ -102,11 +108,16 @@ inline void require_data(const void* data, const char* name, int64_t numel) {
 #define OPRT_DEFINE_OP(op, b, D, create_fn, execute_fn)                                              \
   extern "C" {                                                                                       \
   OPRT_DECLARE_OP(op, b)                                                                             \
-  oprt_status_t oprt_create_##op##_descriptor_##b(                                                   \
+  oprt_status_t oprt_create_##op##_descriptor_ex_##b(                                                \
       oprt_descriptor_t* desc, const oprt_tensor_view_t* out OPRT_ARGS_##op(OPRT_ARG_VIEW, OPRT_ARG_PARAM)) { \
     return ::oprt::create_descriptor<D>(__func__, desc, [&] {                                        \
       return create_fn(out OPRT_ARGS_##op(OPRT_ARG_NAME, OPRT_ARG_PARAM_NAME));                      \
     });                                                                                              \
+  }                                                                                                  \
+  oprt_status_t oprt_create_##op##_descriptor_##b(                                                   \
+      oprt_descriptor_t* desc, const oprt_tensor_view_t* out OPRT_CREATE_ARGS(op)(OPRT_ARG_VIEW, OPRT_ARG_PARAM)) { \
+    return OPRT_SEED_CREATE_CALL(op)(oprt_create_##op##_descriptor_ex_##b, desc,                     \
+                                     out OPRT_CREATE_ARGS(op)(OPRT_ARG_NAME, OPRT_ARG_PARAM_NAME));  \
   }                                                                                                  \
   oprt_status_t oprt_get_##op##_workspace_size_##b(oprt_descriptor_t desc, size_t* workspace_bytes) { \
     return ::oprt::get_workspace_size<D>(__func__, desc, workspace_bytes);                           \

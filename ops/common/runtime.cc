@@ -1,5 +1,5 @@
-// Backend-neutral C entry points: status names, last error, variant names and
-// the CPU backend's probe.
+// Backend-neutral C entry points: ABI version, status names, last error,
+// variant names and the CPU backend's probe.
 #include <string>
 
 #include "descriptor.h"
@@ -31,6 +31,8 @@ OPRT_API const char* oprt_status_string(oprt_status_t status) {
   }
   return "OPRT_STATUS_UNKNOWN";
 }
+
+OPRT_API int oprt_abi_version(void) { return OPRT_ABI_VERSION; }
 
 OPRT_API const char* oprt_last_error(void) { return oprt::last_error.c_str(); }
 

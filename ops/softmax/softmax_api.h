@@ -6,4 +6,19 @@
 
 #define OPRT_ARGS_softmax(INPUT, PARAM) INPUT(src) PARAM(int32_t, dim)
 
+/* The seed's oprt_create_softmax_descriptor_<b> took the dim as an int64_t axis. */
+#define OPRT_SEED_ARGS_softmax(INPUT, PARAM) INPUT(src) PARAM(int64_t, axis)
+
+#ifdef __cplusplus
+namespace oprt {
+namespace seed {
+template <class Create>
+oprt_status_t softmax(Create create, oprt_descriptor_t* desc, const oprt_tensor_view_t* out,
+                      const oprt_tensor_view_t* src, int64_t axis) {
+  return create(desc, out, src, oprt_seed_dim(axis));
+}
+}  // namespace seed
+}  // namespace oprt
+#endif
+
 #endif

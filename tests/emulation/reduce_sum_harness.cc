@@ -60,7 +60,7 @@ bool run(Case c, int dtype, uint32_t seed) {
   const Lifecycle run = run_lifecycle(
       c.tune,
       [&](oprt_descriptor_t* desc) {
-        return oprt_create_reduce_sum_descriptor_nvidia(desc, &out_view, &src_view, c.dims.data(),
+        return oprt_create_reduce_sum_descriptor_ex_nvidia(desc, &out_view, &src_view, c.dims.data(),
                                                         static_cast<int32_t>(c.dims.size()), c.keepdim);
       },
       oprt_get_reduce_sum_workspace_size_nvidia,

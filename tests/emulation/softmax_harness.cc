@@ -32,7 +32,7 @@
 #define OPRT_HARNESS_LOG_SOFTMAX 0
 #endif
 
-// OPRT_HARNESS_ENTRY(oprt_create_, _descriptor_nvidia): that entry point of the op.
+// OPRT_HARNESS_ENTRY(oprt_create_, _descriptor_ex_nvidia): that entry point of the op.
 #if OPRT_HARNESS_LOG_SOFTMAX
 #define OPRT_HARNESS_ENTRY(prefix, suffix) prefix##log_softmax##suffix
 extern "C" {
@@ -128,7 +128,7 @@ bool run(Case c, int dtype, uint32_t seed) {
   const Lifecycle run = run_lifecycle(
       c.tune,
       [&](oprt_descriptor_t* desc) {
-        return OPRT_HARNESS_ENTRY(oprt_create_, _descriptor_nvidia)(desc, &out_view, &src_view, c.dim);
+        return OPRT_HARNESS_ENTRY(oprt_create_, _descriptor_ex_nvidia)(desc, &out_view, &src_view, c.dim);
       },
       OPRT_HARNESS_ENTRY(oprt_get_, _workspace_size_nvidia),
       [&](oprt_descriptor_t desc, void* workspace, size_t bytes) {

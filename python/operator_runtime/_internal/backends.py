@@ -4,7 +4,8 @@ A backend turns (op, out, inputs, params) into a descriptor with
 ``workspace_size``, ``variant``, ``execute(out, inputs, workspace, stream)``
 and ``destroy()``. Compiled backends (cpu, nvidia, metax) share CBackend,
 which finds the op's four C functions by the naming convention
-``oprt_<verb>_<op>..._<backend>``; nothing is registered by hand.
+``oprt_<verb>_<op>..._<backend>`` (create: the full-argument
+``oprt_create_<op>_descriptor_ex_<backend>``); nothing is registered by hand.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ class COpFunctions:
         self.num_inputs = num_inputs = len(inputs)
         view_p = ctypes.POINTER(lib.TensorView)
         ptr = ctypes.c_void_p
-        names = (f"oprt_create_{op}_descriptor_{backend}", f"oprt_get_{op}_workspace_size_{backend}",
+        names = (f"oprt_create_{op}_descriptor_ex_{backend}", f"oprt_get_{op}_workspace_size_{backend}",
                  f"oprt_execute_{op}_{backend}", f"oprt_destroy_{op}_descriptor_{backend}")
         argtypes = ([ctypes.POINTER(ptr), view_p] + [view_p] * num_inputs + param_types,
                     [ptr, ctypes.POINTER(ctypes.c_size_t)],
@@ -264,7 +265,7 @@ def available_backends() -> list[str]:
     return names
 
 
-def backend_unavailable_reason(backend) -> str | None:
+def backend_unavailable_reason(backend: str | Backend) -> str | None:
     """None if `backend` can run here, else why it cannot."""
     try:
         backend_impl(parse_backend(backend))
