@@ -25,7 +25,9 @@ from c_abi_calls import (F16, STATUS, create, expect, functions, last_error, pla
 from described_calls import OP_NAMES, default_params
 from harness import spec_for, upcast
 from operator_runtime._internal.backends import COpFunctions, c_signature
-from operator_runtime._internal.library import library
+import operator_runtime
+from operator_runtime import LibraryVersionError
+from operator_runtime._internal.library import ABI_VERSION, check_abi_version, library
 from operator_runtime.ops import DESCRIPTIONS
 
 op_names = pytest.mark.parametrize("op", OP_NAMES)
@@ -665,3 +667,28 @@ def test_last_error_is_per_failure(op, fns, c_backend):
     create(fns, None, inputs, params)
     second = last_error()
     assert first != second and name in first and "negative" in first and "out" in second
+
+
+# -- ABI version ---------------------------------------------------------------------------
+
+def test_abi_version_is_the_headers():
+    header = (Path(__file__).resolve().parent.parent / "include/operator_runtime/operator_runtime.h").read_text()
+    declared = int(re.search(r"#define OPRT_ABI_VERSION (\d+)", header).group(1))
+    assert operator_runtime.abi_version() == declared == ABI_VERSION
+
+
+class _Library:
+    """A stand-in for a loaded library reporting `version` (None: no oprt_abi_version)."""
+
+    def __init__(self, version):
+        if version is not None:
+            self.oprt_abi_version = lambda: version
+
+
+@pytest.mark.parametrize("version, fragment", [(ABI_VERSION + 1, f"C ABI version {ABI_VERSION + 1}"),
+                                               (None, "no oprt_abi_version")])
+def test_another_abi_version_is_refused_at_load(version, fragment):
+    with pytest.raises(LibraryVersionError, match=fragment) as caught:
+        check_abi_version(_Library(version), "/somewhere/liboperator_runtime.so")
+    assert caught.value.expected == ABI_VERSION and caught.value.found == version
+    assert "/somewhere/liboperator_runtime.so" in str(caught.value) and "reinstall" in str(caught.value)

@@ -2,7 +2,7 @@
 
 Argument problems use the built-in types: dtype problems raise ``TypeError``;
 shape, dim, layout, overlap, device and backend-name problems raise
-``ValueError``. Two classes of our own add what the built-ins cannot carry.
+``ValueError``. Three classes of our own add what the built-ins cannot carry.
 """
 
 from __future__ import annotations
@@ -28,3 +28,19 @@ class OperatorRuntimeError(RuntimeError):
         self.status_name = status_name
         self.message = message
         super().__init__(f"{function} failed with {status_name} ({status}): {message}")
+
+
+class LibraryVersionError(OSError):
+    """The compiled library speaks another C ABI version than this Python
+    package was written for (a stale build or a mixed install). ``found``
+    is the library's version (None: it predates ``oprt_abi_version``),
+    ``expected`` the package's."""
+
+    def __init__(self, path: str, found: int | None, expected: int):
+        self.path = path
+        self.found = found
+        self.expected = expected
+        spoken = "no oprt_abi_version (an older build)" if found is None else f"C ABI version {found}"
+        super().__init__(f"{path} has {spoken}, but this operator_runtime package was written for C ABI "
+                         f"version {expected}; rebuild and reinstall the library with the package "
+                         "(pip install ., or cmake --build for $CAMP_BUILD_DIR)")

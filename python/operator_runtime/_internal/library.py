@@ -9,10 +9,13 @@ import importlib.util
 import os
 from pathlib import Path
 
-from ..errors import OperatorRuntimeError
+from ..errors import LibraryVersionError, OperatorRuntimeError
 
 LIBRARY_NAME = "liboperator_runtime.so"
 MAX_DIMS = 8
+# OPRT_ABI_VERSION of include/operator_runtime/operator_runtime.h that this
+# package's ctypes types and entry-point names were written for.
+ABI_VERSION = 1
 
 
 class TensorView(ctypes.Structure):
@@ -55,7 +58,9 @@ def library() -> ctypes.CDLL:
     """The loaded library (loaded once, on first use)."""
     global _library
     if _library is None:
-        lib = ctypes.CDLL(str(library_path()))
+        path = library_path()
+        lib = ctypes.CDLL(str(path))
+        check_abi_version(lib, str(path))
         lib.oprt_status_string.restype = ctypes.c_char_p
         lib.oprt_status_string.argtypes = [ctypes.c_int]
         lib.oprt_last_error.restype = ctypes.c_char_p
@@ -64,6 +69,23 @@ def library() -> ctypes.CDLL:
         lib.oprt_descriptor_variant.argtypes = [ctypes.c_void_p]
         _library = lib
     return _library
+
+
+def check_abi_version(lib, path: str) -> None:
+    """Raises LibraryVersionError unless `lib` reports ABI_VERSION."""
+    function = getattr(lib, "oprt_abi_version", None)
+    found = None
+    if function is not None:
+        function.argtypes = []
+        function.restype = ctypes.c_int
+        found = function()
+    if found != ABI_VERSION:
+        raise LibraryVersionError(path, found, ABI_VERSION)
+
+
+def abi_version() -> int:
+    """The C ABI version of the loaded library (``oprt_abi_version()``)."""
+    return library().oprt_abi_version()
 
 
 def find_function(name: str, argtypes: list, restype=ctypes.c_int):
