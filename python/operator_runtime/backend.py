@@ -17,7 +17,7 @@ class Backend(str, enum.Enum):
         return self.value
 
 
-def parse_backend(backend) -> Backend:
+def parse_backend(backend: str | Backend) -> Backend:
     """A Backend from an enum member or a case-insensitive name."""
     if isinstance(backend, Backend):
         return backend
@@ -29,6 +29,10 @@ def parse_backend(backend) -> Backend:
         names = ", ".join(b.value for b in Backend)
         raise ValueError(f"unknown backend '{backend}' (known: {names})")
     raise ValueError(f"backend must be a str or Backend, got {type(backend).__name__}")
+
+
+# The seed project's name for parse_backend.
+normalize_backend = parse_backend
 
 
 def default_backend(device: torch.device) -> Backend:

@@ -28,11 +28,19 @@ class Param:
     """One scalar parameter after the tensor inputs (e.g. ``dim``).
 
     schema: its type in the op's torch.library schema (``int``, ``bool``,
-    ``int[1]?``, ...); None takes it from the default's type."""
+    ``int[1]?``, ...); None takes it from the default's type. annotation:
+    its type in the public functions' signatures (None: the default's
+    type); doc: what it means, for their docstrings; after_seed: added
+    after the seed project's API, whose functions took ``backend``
+    positionally in its place, so a str or Backend given there is read as
+    the backend (``reduce_sum(x, 1, "nvidia")``)."""
 
     name: str
     default: Any = REQUIRED
     schema: str | None = None
+    annotation: Any = None
+    doc: str = ""
+    after_seed: bool = False
 
 
 @dataclass

@@ -28,6 +28,15 @@ ACCUMULATION_EPS = {
 _INT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
+def require_cuda() -> None:
+    """Skips the calling pytest test when no CUDA device is available (the
+    seed project's helper)."""
+    if not torch.cuda.is_available():
+        import pytest  # only tests call this; the package does not depend on pytest
+
+        pytest.skip("CUDA is required")
+
+
 def poison(tensor: torch.Tensor) -> torch.Tensor:
     """Fills `tensor` with NaN so that any element the op fails to write shows
     up as a NaN mismatch. Returns `tensor`."""

@@ -13,7 +13,7 @@ DESCRIPTION = OpDescription(
     summary="log of the softmax of src along dim",
     family="along_dim",
     inputs=("src",),
-    params=(Param("dim", -1),),
+    params=(Param("dim", -1, doc="the dim to normalize along (negative counts from the end)"),),
     plan=along_dim_plan("log_softmax"),
     c_params=lambda dim: (dim,),
     reference=lambda src, dim=-1: torch.log_softmax(src, dim),

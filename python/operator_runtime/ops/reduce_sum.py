@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+from collections.abc import Sequence
 
 import torch
 
@@ -170,7 +171,9 @@ DESCRIPTION = OpDescription(
     summary="src summed over dim",
     family="reduction",
     inputs=("src",),
-    params=(Param("dim", -1, schema="int[1]?"), Param("keepdim", False)),
+    params=(Param("dim", -1, schema="int[1]?", annotation=int | Sequence[int] | None,
+                  doc="the dim(s) to sum over: an int, a sequence of ints, or None (and ()) for every dim"),
+            Param("keepdim", False, doc="keep the summed dims with size 1", after_seed=True)),
     plan=_plan,
     c_params=_c_params,
     reference=lambda src, dim=-1, keepdim=False: torch.sum(src, _torch_dims(src, dim), keepdim=keepdim),

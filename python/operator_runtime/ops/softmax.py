@@ -13,7 +13,7 @@ DESCRIPTION = OpDescription(
     summary="softmax of src along dim",
     family="along_dim",
     inputs=("src",),
-    params=(Param("dim", -1),),
+    params=(Param("dim", -1, doc="the dim to normalize along (negative counts from the end)"),),
     plan=along_dim_plan("softmax"),
     c_params=lambda dim: (dim,),
     reference=lambda src, dim=-1: torch.softmax(src, dim),
