@@ -1,7 +1,9 @@
 """Lists the device code in a shared library's .nv_fatbin section, one
-"ELF sm_XY" or "PTX compute_XY" line per image, without cuobjdump.
+"ELF sm_XY" or "PTX compute_XY" line per image, without cuobjdump or objcopy.
 
-Used by .ci/run where the CUDA toolkit ships no cuobjdump. It reads only the
+Used by `python -m operator_runtime info` and by .ci/run (where the CUDA
+toolkit ships no cuobjdump): python -m operator_runtime._internal.fatbin LIB.
+It reads the section through the ELF64 section headers, then only the
 container and entry headers of the fatbin format (magic 0xBA55ED50; each
 entry: u16 kind (1 PTX, 2 ELF), u16, u32 header size, u64 payload size, ...,
 u32 arch at byte 28); payloads, compressed or not, are skipped.
@@ -10,20 +12,33 @@ the section cannot be read.
 """
 
 import struct
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 MAGIC = struct.pack("<I", 0xBA55ED50)
 KINDS = {1: "PTX", 2: "ELF"}
 
 
-def fatbin_section(library: str) -> bytes:
-    with tempfile.TemporaryDirectory() as tmp:
-        blob = Path(tmp) / "fatbin"
-        subprocess.run(["objcopy", "-O", "binary", "--only-section=.nv_fatbin", library, str(blob)], check=True)
-        return blob.read_bytes() if blob.exists() else b""
+def fatbin_section(library) -> bytes:
+    """The bytes of the .nv_fatbin section of an ELF64 little-endian file (b"" if none)."""
+    with open(library, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise ValueError(f"{library} is not an ELF64 little-endian file")
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names_offset = sections[shstrndx][4]
+    for name, _, _, _, offset, size in sections:
+        end = data.index(b"\0", names_offset + name)
+        if data[names_offset + name:end] == b".nv_fatbin":
+            return data[offset:offset + size]
+    return b""
+
+
+def cuda_targets(library) -> list[str]:
+    """["ELF sm_90", "PTX compute_90", ...] in the library, sorted, without repeats."""
+    return sorted({f"{kind} {'sm' if kind == 'ELF' else 'compute'}_{arch}"
+                   for kind, arch in images(fatbin_section(library))})
 
 
 def images(data: bytes):
@@ -44,7 +59,11 @@ def images(data: bytes):
 
 
 def main() -> int:
-    data = fatbin_section(sys.argv[1])
+    try:
+        data = fatbin_section(sys.argv[1])
+    except (OSError, ValueError, struct.error) as error:
+        print(f"cannot read {sys.argv[1]}: {error}", file=sys.stderr)
+        return 2
     if not data:
         print("no .nv_fatbin section", file=sys.stderr)
         return 1
