@@ -67,9 +67,9 @@ else
   say "torch installed in $(since "$t") s"
 fi
 
-# 2. build and test tools (what the [test] extra lists, plus the build backend).
+# 2. build and test tools (what the [test] and [plot] extras list, plus the build backend).
 t=$(now)
-tools=("scikit-build-core>=0.10" "pytest>=7" "hypothesis>=6" numpy)
+tools=("scikit-build-core>=0.10" "pytest>=7" "hypothesis>=6" numpy matplotlib)
 if ! cmake_version=$(cmake --version 2>/dev/null | awk 'NR == 1 { print $3 }') ||
    ! printf '3.24\n%s\n' "$cmake_version" | sort -V -C; then
   tools+=("cmake>=3.24")  # none on PATH, or older than CMakeLists.txt needs

@@ -3,19 +3,17 @@
 
   python tests/run_ops.py --op {copy|vector_add|reduce_sum|softmax|all} [more ops]
                           --backend {best|cpu|nvidia|tilelang|...}
-                          --mode {test|bench|all} [--json PATH] [--quick]
+                          --mode {test|bench|all} [--json PATH] [--csv PATH] [--plot FILE.png] [--quick]
                           [--dtype float32 float16 ...] [--case SUBSTRING]
 
 test:  pytest tests/ops/test_<op>.py --backend NAME -q per op (exit code 5,
        "no tests collected", counts as a failure).
-bench: measures the copy-bandwidth ceiling, then per case: checks ours (both
-       paths) against a float64 reference, times ours (prepared and out of
-       place) and torch, prints one row per case and a summary; --json writes
-       every row. See operator_runtime_testing/benchmark.py for the method.
+bench: python -m operator_runtime bench with the same options (the code is
+       operator_runtime/cli/bench.py; it also takes --csv and --plot).
 
 --backend best (the default) picks the first of nvidia, tilelang, cpu that
 is available and runs every selected op (a tiny prepared call per op).
-The ops are those with a driver in tests/bench/<op>.py.
+The ops are those operator_runtime.ops discovers.
 
 Exit status: 0 all good; 1 a test failed or a benchmark case was wrong or
 raised; 2 bad arguments or the backend cannot run here; 3 nothing failed
@@ -25,102 +23,26 @@ but some requested op has no kernel on this backend.
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
-import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = ROOT / "tests"
-if str(TESTS) not in sys.path:  # the bench driver lives in tests/
-    sys.path.insert(0, str(TESTS))
 try:
     import operator_runtime  # noqa: F401
     import operator_runtime_testing  # noqa: F401
 except ImportError:  # a plain checkout: use the sources (the library must still be built)
     sys.path.insert(0, str(ROOT / "python"))
 
-import torch  # noqa: E402
-
-from operator_runtime import backend_unavailable_reason  # noqa: E402
-from operator_runtime_testing.benchmark import (TimingConfig, cpu_busy_fraction,  # noqa: E402
-                                                device_info, flush_mode, measure_copy_ceiling)
-from operator_runtime_testing.performance import (BUSY_LIMIT, NOISY_SPREAD, PerformanceResult,  # noqa: E402
-                                                  TableFormatter, dtype_name, speedup_summary, write_json)
-
-from operator_runtime.ops import DESCRIPTIONS  # noqa: E402
-
-OPS = tuple(DESCRIPTIONS)
-BEST_ORDER = ("nvidia", "tilelang", "cpu")
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-CPU_TARGET = (4 * 2**20, 1.5)  # CPU: contiguous cases of >= 4M elements within 1.5x of torch
+from operator_runtime.cli import bench  # noqa: E402
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--op", nargs="+", default=["all"], choices=OPS + ("all",), metavar="OP",
-                   help=f"one or more of {', '.join(OPS)}, or all")
-    p.add_argument("--backend", default="best",
-                   help="backend name, or 'best': the first of nvidia, tilelang, cpu that runs every selected op")
+    bench.add_arguments(p)
     p.add_argument("--mode", default="all", choices=("test", "bench", "all"))
-    p.add_argument("--json", metavar="PATH", help="write every benchmark row (and the ceiling) as JSON")
-    p.add_argument("--quick", action="store_true", help="bench only the quick subset (small/medium sizes)")
-    p.add_argument("--dtype", nargs="+", choices=tuple(DTYPES), help="bench only these dtypes")
-    p.add_argument("--case", help="bench only cases whose name contains this")
-    p.add_argument("--min-time", type=float, default=0.2, help="seconds of timed calls per measurement")
-    p.add_argument("--host-calls", type=int, default=2000, help="calls for the host-overhead row (0: skip)")
-    p.add_argument("--torch-compile", action="store_true", help="CUDA: also time torch.compile of torch's op")
     return p.parse_args(argv)
 
-
-def device_type_of(backend: str) -> str:
-    from operator_runtime import Backend
-    from operator_runtime._internal.backends import backend_impl
-
-    return backend_impl(Backend(backend)).device_type
-
-
-def op_failure(op: str, backend: str, device_type: str) -> str | None:
-    """None if `op` really runs on `backend` (a tiny prepared call), else why not."""
-    import bench as bench_pkg
-
-    try:
-        return bench_pkg.bench_for(op).probe(backend, torch.device(device_type))
-    except Exception as error:  # a kernel that exists but fails even on a tiny input
-        return f"{type(error).__name__}: {error}".splitlines()[0][:200]
-
-
-def resolve_backend(name: str, ops=OPS) -> tuple[str, str]:
-    """(backend, device type); exits 2 if it cannot run here. 'best' is the
-    first of BEST_ORDER that is available and runs every op in `ops`."""
-    name = name.strip().lower()
-    if name == "best":
-        for candidate in BEST_ORDER:
-            reason = backend_unavailable_reason(candidate)
-            if reason is None:
-                device_type = device_type_of(candidate)
-                failures = {op: op_failure(op, candidate, device_type) for op in ops}
-                failures = {op: why for op, why in failures.items() if why is not None}
-                if not failures:
-                    print(f"run_ops: best backend: {candidate}", file=sys.stderr)
-                    return candidate, device_type
-                reason = "; ".join(f"{op}: {why}" for op, why in failures.items())
-            print(f"run_ops: skipping {candidate}: {reason}", file=sys.stderr)
-        print(f"run_ops: no backend of {', '.join(BEST_ORDER)} runs {', '.join(ops)} here", file=sys.stderr)
-        sys.exit(2)
-    try:
-        reason = backend_unavailable_reason(name)
-    except ValueError as error:
-        print(f"run_ops: {error}", file=sys.stderr)
-        sys.exit(2)
-    if reason is not None:
-        print(f"run_ops: backend '{name}' is not available: {reason}", file=sys.stderr)
-        sys.exit(2)
-    return name, device_type_of(name)
-
-
-# -- test mode -------------------------------------------------------------------------
 
 def run_tests(ops, backend) -> int:
     failed = []
@@ -139,190 +61,19 @@ def run_tests(ops, backend) -> int:
     return 1 if failed else 0
 
 
-# -- bench mode ------------------------------------------------------------------------
-
-def select_cases(op, args, device_type):
-    """(cases to run, number skipped as GPU-only)."""
-    import bench as bench_pkg
-
-    cases = bench_pkg.benchmark_cases(op)
-    if args.quick:
-        cases = [c for c in cases if c.quick]
-    if args.dtype:
-        cases = [c for c in cases if dtype_name(c.dtype) in args.dtype]
-    if args.case:
-        cases = [c for c in cases if args.case in c.name]
-    gpu_only = [c for c in cases if c.gpu_only] if device_type == "cpu" else []
-    return [c for c in cases if not (c.gpu_only and device_type == "cpu")], len(gpu_only)
-
-
-def run_bench(ops, backend, device_type, args):
-    import bench as bench_pkg
-
-    config = TimingConfig(min_time=args.min_time)
-    device = torch.device(device_type)
-    info = device_info(device)
-    print(f"[bench] backend {backend} on {info['name']} ({device}); torch {info['torch']}", flush=True)
-    if device_type == "cpu":
-        info["background_busy"] = busy = cpu_busy_fraction()
-        llc = info.get("llc_bytes")
-        if llc:
-            print(f"[bench] {info['threads']} threads; largest cache {llc / 2**20:.0f} MiB: cases smaller than it "
-                  "stay cache-resident, so their GB/s can pass the copy ceiling (DRAM)", flush=True)
-        if busy is not None and busy > BUSY_LIMIT:
-            print(f"[bench] WARNING: other processes kept {100 * busy:.0f}% of the CPUs busy just before this "
-                  "run; CPU timings will be slow and noisy", flush=True)
-    ceiling = measure_copy_ceiling(device, config=config)
-    print(f"[bench] copy ceiling (torch copy_ of {ceiling['buffer_bytes'] / 2**20:.0f} MiB, read+write, "
-          f"measured now): {ceiling['gbps']:.1f} GB/s (median {ceiling['median_us']:.0f} us)", flush=True)
-    if device_type == "cuda":
-        info["l2_flush"] = flush_mode()
-        print(f"[bench] L2 flushed before every timed call by a {info['l2_flush']} of a large buffer "
-              "(OPRT_BENCH_FLUSH=read|write; see operator_runtime_testing/benchmark.py)", flush=True)
-    if args.torch_compile and device_type != "cuda":
-        print("[bench] --torch-compile applies to CUDA runs only; ignored", flush=True)
-
-    plan, notes, unavailable = [], [], []
-    for op in ops:
-        try:
-            cases, skipped = select_cases(op, args, device_type)
-        except Exception as error:  # the cases module itself is broken
-            notes.append(f"{op}: could not load benchmark cases: {type(error).__name__}: {error}")
-            plan.append((op, []))
-            continue
-        if skipped:
-            notes.append(f"{op}: skipped {skipped} GPU-only case(s) on the CPU")
-        plan.append((op, cases))
-
-    def meta(complete: bool) -> dict:
-        return {"backend": backend, "device": info, "copy_ceiling": ceiling, "host_overhead_us": overheads,
-                "args": vars(args), "notes": notes, "timing_config": vars(config), "complete": complete}
-
-    names = [c.name for _, cases in plan for c in cases]
-    table = TableFormatter(names, with_compile=args.torch_compile and device_type == "cuda",
-                           tbps=device_type == "cuda")
-    results: list[PerformanceResult] = []
-    overheads = {}
-    print("\n" + table.header(), flush=True)
-    for op, cases in plan:
-        bench = bench_pkg.bench_for(op)
-        try:
-            reason, status = bench.probe(backend, device), "unavailable"
-        except Exception as error:  # the op exists but fails even on a tiny input
-            reason, status = f"{type(error).__name__}: {error}".splitlines()[0][:160], "error"
-        if reason is not None:
-            if status == "unavailable":
-                unavailable.append(op)
-            row = PerformanceResult(op=op, backend=backend, case="*", dtype="*", shapes=[], device=str(device),
-                                    status=status, message=reason)
-            results.append(row)
-            print(table.row(row), flush=True)
-            continue
-        if not cases:
-            notes.append(f"{op}: no benchmark cases selected (benchmark_cases() empty or all filtered out)")
-        for case in cases:
-            try:
-                row = bench_pkg.run_case(bench, case, backend, device, ceiling["gbps"], config, args.torch_compile)
-            except Exception as error:
-                row = bench_pkg.make_result(bench, case, backend, device, status="error",
-                                        message=f"{type(error).__name__}: {error}".splitlines()[0][:160])
-                traceback.print_exc(limit=3)
-            results.append(row)
-            print(table.row(row), flush=True)
-            if device_type == "cuda":
-                torch.cuda.empty_cache()
-            if args.json:  # rewritten after every row: a run cut short still leaves what it measured
-                write_json(args.json, results, meta(complete=False))
-        if args.host_calls > 0:
-            try:
-                overheads[op] = bench_pkg.host_overhead(bench, backend, device, args.host_calls)
-            except Exception as error:
-                notes.append(f"{op}: host-overhead measurement failed: {type(error).__name__}: {error}")
-            if args.json:
-                write_json(args.json, results, meta(complete=False))
-
-    print_summary(results, overheads, notes, device_type)
-    if args.json:
-        write_json(args.json, results, meta(complete=True))
-        print(f"[bench] wrote {args.json}")
-    if any(r.status in ("wrong", "error") for r in results):
-        return 1
-    if unavailable:
-        return 3
-    if not any(r.status == "ok" for r in results):
-        print("[bench] nothing was measured", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _x(value):
-    return "-" if value is None else f"{value:.2f}x"
-
-
-def print_summary(results, overheads, notes, device_type):
-    print("\n[summary] speedup = peer time / our prepared time (>1: ours faster); peers: torch eager"
-          " (out= form), torch.compile (with --torch-compile)")
-    for op, s in speedup_summary(results).items():
-        line = (f"  {op:<11} {s['measured']:>3} measured  vs torch: min {_x(s['min_speedup'])}  median "
-                f"{_x(s['median_speedup'])}  max {_x(s['max_speedup'])}")
-        compiled = s["compile_speedup"]
-        if compiled["median"] is not None:
-            line += (f"  | vs compile: min {_x(compiled['min'])}  median {_x(compiled['median'])}  "
-                     f"max {_x(compiled['max'])}")
-        ceiling = s["ceiling_fraction"]
-        if ceiling["median"] is not None:
-            line += f"  | ceiling median {100 * ceiling['median']:.0f}%"
-        ok = [r for r in results if r.op == op and r.status == "ok" and r.call_us]
-        if ok:  # how much the out-of-place path costs on top of prepared
-            line += f"  | call/prepared median {statistics.median(r.call_us / r.prepared_us for r in ok):.2f}"
-        print(line)
-        for problem in s["not_ok"]:
-            print(f"      {problem}")
-    noisy = [r for r in results if r.status == "ok" and r.noisy]
-    if noisy:
-        print(f"[summary] {len(noisy)} row(s) marked '?': timings spread over {100 * NOISY_SPREAD:.0f}%, or other "
-              f"processes used over {100 * BUSY_LIMIT:.0f}% of the CPUs meanwhile; rerun before trusting them")
-    if device_type == "cpu":
-        threshold, factor = CPU_TARGET
-        big = [r for r in results if r.status == "ok" and r.numel >= threshold and r.layout == "contiguous"]
-        slow = [r for r in big if r.speedup is not None and r.speedup < 1 / factor]
-        print(f"[summary] CPU target (contiguous, >= 4M elements, within {factor}x of torch): "
-              f"{len(big) - len(slow)}/{len(big)} rows meet it")
-        for r in slow:
-            print(f"      {r.op} {r.case} {r.dtype}: {r.torch_us / r.prepared_us:.2f}x of torch's speed")
-    if overheads:
-        print_host_overhead(overheads)
-    for note in notes:
-        print(f"[note] {note}")
-
-
-HOST_TARGETS = {"call_ratio": 1.3, "prepared_ratio": 1.0}  # ours / torch, at most
-
-
-def print_host_overhead(overheads) -> None:
-    """Ours vs torch eager per op: out of place (target <= 1.3x torch's
-    functional call) and prepared (target <= 1.0x torch's out= call)."""
-    print("[summary] host overhead, tiny tensor, back-to-back calls (us/call; ratio = ours / torch, "
-          f"targets: call <= {HOST_TARGETS['call_ratio']}x, prepared <= {HOST_TARGETS['prepared_ratio']}x)")
-    print(f"  {'op':<11} {'shape':<10} {'ours call':>9} {'torch':>7} {'ratio':>7}   "
-          f"{'prepared':>8} {'torch out=':>10} {'ratio':>7}")
-    for op, t in overheads.items():
-        shape = "x".join(str(s) for s in t["shape"][0])
-        marks = {k: ("" if t.get(k) is None or t[k] <= limit else "!") for k, limit in HOST_TARGETS.items()}
-        print(f"  {op:<11} {shape:<10} {t['call']:>9.2f} {t['torch_call']:>7.2f} {_x(t['call_ratio']):>7}"
-              f"{marks['call_ratio']:1}  {t['prepared']:>8.2f} {t['torch']:>10.2f} "
-              f"{_x(t['prepared_ratio']):>7}{marks['prepared_ratio']}")
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
-    ops = list(OPS) if "all" in args.op else list(dict.fromkeys(args.op))
-    backend, device_type = resolve_backend(args.backend, ops)
+    if args.plot and args.mode in ("bench", "all"):
+        from operator_runtime.cli.plot import require_matplotlib
+
+        require_matplotlib()
+    ops = bench.selected_ops(args.op)
+    backend, device_type = bench.resolve_backend(args.backend, ops)
     status = 0
     if args.mode in ("test", "all"):
         status = run_tests(ops, backend)
     if args.mode in ("bench", "all"):
-        bench_status = run_bench(ops, backend, device_type, args)
+        bench_status = bench.run_bench(ops, backend, device_type, args)
         status = status or bench_status
     return status
 

@@ -1,4 +1,4 @@
-"""The benchmark driver, the same for every discovered op: how to build a
+"""The benchmark driver (operator_runtime bench), the same for every discovered op: how to build a
 case's inputs, run ours (prepared and out of place) and torch's equivalent,
 and count bytes/FLOPs, all from the op's description.
 
@@ -162,7 +162,7 @@ def run_case(bench: OpBench, case: BenchCase, backend: str, device, ceiling_gbps
     fns = {"prepared": prepared.run,
            "call": lambda: bench.call(inputs, case, backend),
            "torch": lambda: bench.torch_out(torch_out, inputs, case)}
-    if torch_compile and cuda:
+    if torch_compile:
         try:
             # Every case compiles afresh: dynamo keeps one cache per function,
             # and past its recompile limit (8) it silently runs the function

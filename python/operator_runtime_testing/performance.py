@@ -19,6 +19,7 @@ comparable with the copy ceiling):
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import statistics
@@ -266,3 +267,22 @@ def write_json(path, results: Sequence[PerformanceResult], meta: dict | None = N
     with open(path, "w") as f:
         f.write(to_json(results, meta))
         f.write("\n")
+
+
+# -- CSV -----------------------------------------------------------------------
+
+CSV_COLUMNS = ("op", "backend", "case", "dtype", "shapes", "params", "device", "layout", "numel", "variant", "status",
+               "message", "prepared_us", "call_us", "torch_us", "torch_compile_us", "bytes_moved", "flops", "gbps",
+               "tbps", "ceiling_gbps", "ceiling_fraction", "speedup", "compile_speedup", "rel_error",
+               "torch_rel_error", "noisy")
+
+
+def write_csv(path, results: Sequence[PerformanceResult]) -> None:
+    """One row per result; shapes and params as JSON text."""
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        for result in results:
+            row = result.to_dict()
+            row["shapes"], row["params"] = json.dumps(row["shapes"]), json.dumps(row["params"])
+            writer.writerow({k: ("" if row.get(k) is None else row[k]) for k in CSV_COLUMNS})

@@ -1,0 +1,72 @@
+"""python -m operator_runtime {info,check,bench}, run as a user would: in a
+subprocess whose working directory is outside the checkout."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def cli(tmp_path, *args, timeout=120):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # only what is installed
+    return subprocess.run([sys.executable, "-m", "operator_runtime", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_info(tmp_path):
+    import operator_runtime as oprt
+
+    run = cli(tmp_path, "info")
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert f"operator_runtime {oprt.__version__}" in out
+    assert f"C ABI version: {oprt.abi_version()}" in out
+    for line in ("library: ", "CUDA targets built: ", "C fast path: ", "TileLang: "):
+        assert line in out, out
+    assert "  cpu       available" in out, out
+    assert "  metax     unavailable: " in out, out
+
+
+def test_check_cpu(tmp_path):
+    run = cli(tmp_path, "check", "--backend", "cpu")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "0 failure(s)" in run.stdout
+
+
+def test_bench_writes_json_csv_plot(tmp_path):
+    plot = importlib.util.find_spec("matplotlib") is not None
+    args = ["bench", "--backend", "cpu", "--quick", "--op", "copy", "--min-time", "0.01", "--host-calls", "50",
+            "--json", "b.json", "--csv", "b.csv"] + (["--plot", "b.png"] if plot else [])
+    run = cli(tmp_path, *args)
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = json.loads((tmp_path / "b.json").read_text())
+    results = rows["results"]
+    assert results and {r["op"] for r in results} == {"copy"}
+    assert all(r["status"] == "ok" and r["prepared_us"] > 0 for r in results)
+    assert rows["meta"]["complete"] and rows["meta"]["copy_ceiling"]["gbps"] > 0
+    assert f"[{len(results)}/{len(results)}] copy " in run.stderr  # the progress count
+    with open(tmp_path / "b.csv", newline="") as f:
+        table = list(csv.DictReader(f))
+    assert [(r["case"], r["dtype"]) for r in table] == [(r["case"], r["dtype"]) for r in results]
+    assert all(float(r["tbps"]) > 0 for r in table)
+    if not plot:
+        pytest.skip("matplotlib is not importable: the plot was not tested")
+    assert (tmp_path / "b.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_plot_without_matplotlib_is_a_clear_error(tmp_path):
+    (tmp_path / "matplotlib").mkdir()  # a package that fails to import shadows the real one
+    (tmp_path / "matplotlib" / "__init__.py").write_text("raise ImportError('hidden for the test')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(tmp_path)
+    run = subprocess.run([sys.executable, "-m", "operator_runtime", "bench", "--op", "copy", "--plot", "x.png"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "pip install 'operator_runtime[plot]'" in run.stderr
