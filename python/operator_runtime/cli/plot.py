@@ -53,7 +53,7 @@ def plot_roofline(path, results, meta: dict) -> None:
     ceiling = (meta.get("copy_ceiling") or {}).get("gbps")
     if ceiling:
         ax.axhline(ceiling / 1e3, color="black", linestyle="--", linewidth=1)
-        ax.annotate(f"copy ceiling {ceiling / 1e3:.3g} TB/s (measured in this run)", xy=(0.01, ceiling / 1e3),
+        ax.annotate(f"copy ceiling {ceiling / 1e3:.3g} TB/s (measured in this run)", xy=(0.99, ceiling / 1e3), ha="right",
                     xycoords=("axes fraction", "data"), xytext=(0, 3), textcoords="offset points", fontsize=9)
     ax.set_xscale("log")
     ax.set_xlabel("bytes moved per call (log scale)")
