@@ -110,12 +110,18 @@ def _imported_modules(package: Path) -> set[str]:
 def test_runtime_dependencies_are_the_imported_ones():
     tomllib = pytest.importorskip("tomllib")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    runtime = {r.split(">")[0].split("=")[0].split("[")[0].strip() for r in project["dependencies"]}
+    def names(requirements):
+        return {r.split(">")[0].split("=")[0].split("[")[0].strip() for r in requirements}
+
+    runtime = names(project["dependencies"])
+    extras = {extra: names(reqs) for extra, reqs in project["optional-dependencies"].items()}
     imported = set().union(*(_imported_modules(p) for p in PACKAGES))
     third_party = imported - set(sys.stdlib_module_names) - {"operator_runtime", "operator_runtime_testing"}
-    # tilelang is an extra (the TileLang backend); pytest is imported only by require_cuda, for tests.
-    assert third_party - {"tilelang", "pytest"} == runtime == {"torch"}
-    assert "numpy" in str(project["optional-dependencies"]["test"])
+    # An extra's package is imported only where that feature runs (tilelang:
+    # the TileLang backend, matplotlib: bench --plot); pytest only by require_cuda.
+    optional = extras["tilelang"] | extras["plot"] | {"pytest"}
+    assert third_party - optional == runtime == {"torch"}
+    assert "numpy" in extras["test"] and "numpy" not in imported
 
 
 def test_packages_ship_py_typed():
