@@ -133,12 +133,17 @@ def test_compiled_model_with_inductor_matches_eager(gen):
 
 @pytest.mark.parametrize("name", OP_NAMES)
 def test_inputs_requiring_grad_are_refused_not_detached(name, gen, engine_path):
+    """Out-variants always; the functional forms where the op states no
+    backward (tests/test_autograd.py covers those that do)."""
     call = small_call(name, torch.device("cpu"), gen)
     call.op(None)  # an entry on the fast path: the refusal must not depend on it
+    functional = DESCRIPTIONS[name].backward is None
     for index in range(len(call.inputs)):
         inputs = [t.detach().requires_grad_(i == index) for i, t in enumerate(call.inputs)]
-        for attempt in (lambda: call.op(None, inputs), lambda: call.op_(call.out.clone(), None, inputs),
-                        lambda: torch_ops(name)[0](*inputs, *params_of(call))):
+        attempts = [lambda: call.op_(call.out.clone(), None, inputs)]
+        if functional:
+            attempts += [lambda: call.op(None, inputs), lambda: torch_ops(name)[0](*inputs, *params_of(call))]
+        for attempt in attempts:
             with pytest.raises(NotImplementedError, match=f"{name}.*autograd.*no_grad"):
                 attempt()
         with torch.no_grad():

@@ -116,6 +116,32 @@ ACCURACY_KINDS = ("exact", "elementwise", "reduction", "normalized", "log")
 
 
 @dataclass
+class GradContext:
+    """What an op's backward sees of its forward call: the inputs it saved
+    (``Backward.saves``; None for the others), every input's shape and
+    dtype, the params as the runtime normalizes them, and which inputs
+    need a gradient."""
+
+    saved: tuple
+    shapes: tuple
+    dtypes: tuple
+    params: tuple
+    needs_input_grad: tuple
+
+
+@dataclass(frozen=True)
+class Backward:
+    """An op's gradient, computed with the runtime's own ops.
+
+    formula(ctx, grad_out) returns one gradient (or None) per input; saves:
+    the names of the inputs whose values it reads (the others keep only
+    their shape and dtype, so nothing else stays alive)."""
+
+    formula: Callable
+    saves: tuple = ()
+
+
+@dataclass
 class OpDescription:
     """One operator. ``plan(out, *inputs, *params)`` validates and returns
     a Plan (out is None for the out-of-place form). ``reference(*inputs,
@@ -142,6 +168,8 @@ class OpDescription:
     error_cases: tuple = ()
     benchmarks: tuple = ()
     tiny: Bench | None = None        # the host-overhead case
+    backward: Backward | None = None  # None: autograd refuses a call that needs a gradient
+    no_backward_reason: str = ""      # why there is none, for that refusal
 
     def __post_init__(self):
         assert self.accuracy in ACCURACY_KINDS, (self.name, self.accuracy)

@@ -5,9 +5,11 @@
 
 with a fake implementation (shape and dtype from the op's plan, contiguous
 like the real output), a kernel that runs the op's plain function (backend
-chosen by device), and an Autograd kernel. Until the ops have backward
-formulas the Autograd kernel refuses a call that autograd would have to
-record (``autograd_refusal``); torch.library.register_autograd replaces it.
+chosen by device), and autograd: where the description states a backward
+(``OpDescription.backward``), torch.library.register_autograd records the
+functional op with it; otherwise, and for every out-variant (a write into
+out is not recorded), an Autograd kernel refuses a call that autograd
+would have to record (``autograd_refusal``) rather than detach it silently.
 
 The plain functions come here (``call_torch_op``) while dynamo traces them,
 and for fake or dispatch-subclass tensors, an active dispatch mode, or
@@ -19,28 +21,35 @@ from __future__ import annotations
 
 import torch
 
-from ..description import REQUIRED
+from ..description import REQUIRED, GradContext
 
 NAMESPACE = "operator_runtime"
 _LIBRARY = torch.library.Library(NAMESPACE, "DEF")
 _SCHEMA_TYPES = {bool: "bool", int: "int", float: "float", str: "str"}
 
 
-def autograd_refusal(name: str, out, inputs) -> RuntimeError | None:
-    """The error for a call autograd would have to record (None: nothing to
-    record). An out that is a leaf requiring grad is refused as torch's
-    in-place ops refuse it; anything else needing a gradient is not
-    supported yet rather than silently detached."""
+def autograd_refusal(name: str, out, inputs, no_backward: str = "") -> RuntimeError | None:
+    """The error for a call autograd would have to record but cannot (None:
+    nothing to record). An out that is a leaf requiring grad is refused as
+    torch's in-place ops refuse it; a write into out, or an op without a
+    backward (``no_backward`` says why), is refused rather than silently
+    detached."""
     if not torch.is_grad_enabled():
         return None
     if out is not None and out.requires_grad and out.is_leaf:
         return RuntimeError(f"{name}: a leaf Variable that requires grad is being used in an in-place "
                             "operation (out)")
-    if (out is not None and out.requires_grad) or any(t.requires_grad for t in inputs):
+    if not ((out is not None and out.requires_grad) or any(t.requires_grad for t in inputs)):
+        return None
+    if out is not None:
         return NotImplementedError(
-            f"{name}: operator_runtime does not support autograd yet, and an argument requires grad; "
-            "call it under torch.no_grad() or pass .detach()ed tensors (no gradient is dropped silently)")
-    return None
+            f"{name}: an argument requires grad, and autograd does not record a write into out; use the "
+            "functional form (operator_runtime.<op>(...)) for gradients, or call it under torch.no_grad() "
+            "(no gradient is dropped silently)")
+    return NotImplementedError(
+        f"{name}: an argument requires grad, and autograd has no backward for this op: "
+        f"{no_backward or 'none is stated'}; "
+        "call it under torch.no_grad() or pass .detach()ed tensors (no gradient is dropped silently)")
 
 
 def torch_op(name: str, out_variant: bool):
@@ -102,18 +111,50 @@ def register(description, forms: dict) -> None:
             (name, kernel, fake, False), (f"{name}_out", out_kernel, out_fake, True)):
         _LIBRARY.impl(op_name, implementation, "CompositeExplicitAutograd")
         torch.library.register_fake(f"{NAMESPACE}::{op_name}", fake_implementation, lib=_LIBRARY)
-        _LIBRARY.impl(op_name, _autograd_kernel(name, torch_op(name, has_out), count, has_out), "Autograd",
-                      with_keyset=True)
+        if has_out or description.backward is None:
+            _LIBRARY.impl(op_name, _autograd_kernel(description, torch_op(name, has_out), has_out), "Autograd",
+                          with_keyset=True)
+        else:
+            _register_backward(description)
 
 
-def _autograd_kernel(name: str, overload, count: int, has_out: bool):
+def _register_backward(description) -> None:
+    """The functional op's autograd from the description's Backward: the
+    forward keeps the inputs it names, every input's shape and dtype and
+    the planned params; the formula gets them as a GradContext."""
+    count, backward = len(description.inputs), description.backward
+    saves = tuple(description.inputs.index(name) for name in backward.saves)
+
+    def setup_context(ctx, inputs, output):
+        tensors = inputs[:count]
+        ctx.save_for_backward(*(tensors[i] for i in saves))
+        ctx.shapes = tuple(tuple(t.shape) for t in tensors)
+        ctx.dtypes = tuple(t.dtype for t in tensors)
+        ctx.params = description.plan(None, *tensors, *_runtime_params(inputs[count:])).params
+
+    def formula(ctx, grad):
+        saved = [None] * count
+        for i, tensor in zip(saves, ctx.saved_tensors):
+            saved[i] = tensor
+        grad_context = GradContext(tuple(saved), ctx.shapes, ctx.dtypes, ctx.params,
+                                   tuple(ctx.needs_input_grad[:count]))
+        grads = tuple(backward.formula(grad_context, grad))
+        return grads + (None,) * len(description.params)
+
+    torch.library.register_autograd(f"{NAMESPACE}::{description.name}", formula, setup_context=setup_context,
+                                    lib=_LIBRARY)
+
+
+def _autograd_kernel(description, overload, has_out: bool):
     """Runs the op below autograd when no gradient is needed; otherwise
-    raises autograd_refusal's error (the one place a backward will replace)."""
+    raises autograd_refusal's error (an out-variant, or an op without a
+    backward)."""
+    name, count, reason = description.name, len(description.inputs), description.no_backward_reason
     after_autograd = torch._C._after_autograd_keyset
 
     def kernel(keyset, *args):
         out, inputs = (args[0], args[1:1 + count]) if has_out else (None, args[:count])
-        error = autograd_refusal(name, out, inputs)
+        error = autograd_refusal(f"{name}_out" if has_out else name, out, inputs, reason)
         if error is not None:
             raise error
         return overload.redispatch(keyset & after_autograd, *args)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from ..description import Bench, Case, ErrorCase, OpDescription, Plan
+from ..description import Backward, Bench, Case, ErrorCase, OpDescription, Plan
 from ..families import BF16, F16, F32, M, UNARY_TINY, randn
+from ..gradients import sum_to
 
 
 def _plan(out, src):
@@ -103,6 +104,11 @@ _BENCHMARKS = (
     Bench("transpose_16384x12289", [(16384, 12289)], (F16,), layout="transposed", gpu_only=True),
 )
 
+def _backward(ctx, grad):
+    """grad itself, in src's dtype and summed over the dims src was broadcast along."""
+    return (sum_to(grad, ctx.shapes[0], ctx.dtypes[0]),)
+
+
 DESCRIPTION = OpDescription(
     name="copy",
     summary="src, converted to out's dtype and broadcast to out's shape",
@@ -117,4 +123,5 @@ DESCRIPTION = OpDescription(
     error_cases=_error_cases(),
     tiny=UNARY_TINY,
     benchmarks=_BENCHMARKS,
+    backward=Backward(_backward),
 )

@@ -4,8 +4,20 @@ from __future__ import annotations
 
 import torch
 
-from ..description import OpDescription
+from ..description import Backward, OpDescription
+from ..gradients import each_input, sum_to
 from ..families import BINARY_TINY, binary_benchmarks, binary_cases, elementwise_error_cases, elementwise_plan
+
+
+
+def _backward(ctx, grad):
+    """d(a*b)/da = b, d(a*b)/db = a, each summed over its broadcast dims."""
+    from . import mul  # the public function, defined once this package is imported
+
+    a, b = ctx.saved
+    return each_input(ctx, (lambda: sum_to(mul(grad, b), ctx.shapes[0], ctx.dtypes[0]),
+                            lambda: sum_to(mul(grad, a), ctx.shapes[1], ctx.dtypes[1])))
+
 
 DESCRIPTION = OpDescription(
     name="mul",
@@ -21,4 +33,5 @@ DESCRIPTION = OpDescription(
     error_cases=elementwise_error_cases(2),
     tiny=BINARY_TINY,
     benchmarks=binary_benchmarks(),
+    backward=Backward(_backward, saves=("a", "b")),
 )

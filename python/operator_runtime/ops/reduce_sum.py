@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import torch
 
 from .._internal.tensors import normalize_dim
-from ..description import Bench, Case, ErrorCase, OpDescription, Param, Plan
+from ..description import Backward, Bench, Case, ErrorCase, OpDescription, Param, Plan
 from ..families import BF16, F16, F32, M, randn
 
 
@@ -166,6 +166,19 @@ _BENCHMARKS = (
     Bench("scalar_256M", [(256 * M,)], (F32,), params=_SCALAR, gpu_only=True),
 )
 
+def _backward(ctx, grad):
+    """Every summed element gets the gradient of its sum: grad with the
+    summed dims back (size 1), expanded to src's shape and copied out by
+    the runtime's copy."""
+    from . import copy  # the public function, defined once this package is imported
+
+    dims, keepdim = ctx.params
+    if not keepdim:
+        for d in dims:  # ascending, so each lands where it was
+            grad = grad.unsqueeze(d)
+    return (copy(grad.expand(ctx.shapes[0])),)
+
+
 DESCRIPTION = OpDescription(
     name="reduce_sum",
     summary="src summed over dim",
@@ -188,4 +201,5 @@ DESCRIPTION = OpDescription(
     error_cases=_error_cases(),
     tiny=Bench("tiny_4x16", [(4, 16)], params={"dim": -1}),
     benchmarks=_BENCHMARKS,
+    backward=Backward(_backward),
 )

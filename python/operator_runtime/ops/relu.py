@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import torch
 
-from ..description import OpDescription
+from ..description import Backward, OpDescription
 from ..families import UNARY_TINY, elementwise_error_cases, elementwise_plan, unary_benchmarks, unary_cases
+
+
+
+def _backward(ctx, grad):
+    """grad where src > 0, else 0, by the runtime's relu_backward."""
+    from . import relu_backward  # the public function, defined once this package is imported
+
+    return (relu_backward(grad, ctx.saved[0]),)
+
 
 DESCRIPTION = OpDescription(
     name="relu",
@@ -22,4 +31,5 @@ DESCRIPTION = OpDescription(
     error_cases=elementwise_error_cases(1),
     tiny=UNARY_TINY,
     benchmarks=unary_benchmarks(),
+    backward=Backward(_backward, saves=("src",)),
 )

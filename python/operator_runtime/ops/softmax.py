@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 
 from ..description import OpDescription, Param
-from ..families import ALONG_DIM_TINY, along_dim_benchmarks, along_dim_cases, along_dim_error_cases, along_dim_plan
+from ..families import (ALONG_DIM_NO_BACKWARD, ALONG_DIM_TINY, along_dim_benchmarks, along_dim_cases,
+                        along_dim_error_cases, along_dim_plan)
 
 DESCRIPTION = OpDescription(
     name="softmax",
@@ -25,4 +26,5 @@ DESCRIPTION = OpDescription(
     error_cases=along_dim_error_cases(),
     tiny=ALONG_DIM_TINY,
     benchmarks=along_dim_benchmarks(),
+    no_backward_reason=ALONG_DIM_NO_BACKWARD,
 )

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import torch
 
-from ..description import OpDescription
+from ..description import Backward, OpDescription
+from ..gradients import each_input, sum_to
 from ..families import BINARY_TINY, binary_benchmarks, binary_cases, elementwise_error_cases, elementwise_plan
+
+
+
+def _backward(ctx, grad):
+    """Each input's gradient is grad, summed over its broadcast dims."""
+    return each_input(ctx, (lambda: sum_to(grad, ctx.shapes[0], ctx.dtypes[0]),
+                            lambda: sum_to(grad, ctx.shapes[1], ctx.dtypes[1])))
+
 
 DESCRIPTION = OpDescription(
     name="vector_add",
@@ -21,4 +30,5 @@ DESCRIPTION = OpDescription(
     error_cases=elementwise_error_cases(2),
     tiny=BINARY_TINY,
     benchmarks=binary_benchmarks(),
+    backward=Backward(_backward),
 )
