@@ -119,14 +119,16 @@ ACCURACY_KINDS = ("exact", "elementwise", "reduction", "normalized", "log")
 class GradContext:
     """What an op's backward sees of its forward call: the inputs it saved
     (``Backward.saves``; None for the others), every input's shape and
-    dtype, the params as the runtime normalizes them, and which inputs
-    need a gradient."""
+    dtype, the params as the runtime normalizes them, which inputs need a
+    gradient, and ``ops``: the runtime's public functions (``ops.mul``,
+    ``ops.copy_``, ...), which the formula computes with."""
 
     saved: tuple
     shapes: tuple
     dtypes: tuple
     params: tuple
     needs_input_grad: tuple
+    ops: Any = None
 
 
 @dataclass(frozen=True)

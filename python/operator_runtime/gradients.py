@@ -16,17 +16,16 @@ def broadcast_dims(grad_shape: tuple, shape: tuple) -> tuple:
     return tuple(range(lead)) + tuple(widened)
 
 
-def sum_to(grad: torch.Tensor, shape: tuple, dtype: torch.dtype) -> torch.Tensor:
+def sum_to(ops, grad: torch.Tensor, shape: tuple, dtype: torch.dtype) -> torch.Tensor:
     """The gradient of an input of ``shape`` and ``dtype`` from the output's
-    ``grad``: summed over its broadcast dims (reduce_sum with keepdim, then
-    a view of the input's shape), converted by the runtime's copy."""
-    from .ops import copy_, reduce_sum  # the ops package imports the descriptions that import this
-
+    ``grad``: summed over its broadcast dims (the runtime's reduce_sum with
+    keepdim, then a view of the input's shape), converted by its copy_.
+    ``ops``: the runtime's public functions (GradContext.ops)."""
     dims = broadcast_dims(tuple(grad.shape), tuple(shape))
     if dims:
-        grad = reduce_sum(grad, dim=dims, keepdim=True).reshape(shape)
+        grad = ops.reduce_sum(grad, dim=dims, keepdim=True).reshape(shape)
     if grad.dtype != dtype:
-        grad = copy_(torch.empty(shape, dtype=dtype, device=grad.device), grad)
+        grad = ops.copy_(torch.empty(shape, dtype=dtype, device=grad.device), grad)
     return grad
 
 

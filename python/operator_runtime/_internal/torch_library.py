@@ -82,9 +82,11 @@ def _runtime_params(params) -> tuple:
     return tuple(tuple(p) if type(p) is list else p for p in params)
 
 
-def register(description, forms: dict) -> None:
+def register(description, forms: dict, ops) -> None:
     """Defines and implements op and op_out from the description and the
-    op's public forms (``forms[name]``, ``forms[name + "_"]``)."""
+    op's public forms (``forms[name]``, ``forms[name + "_"]``); ``ops``
+    holds every op's public functions once discovery ends (the backward
+    formulas compute with them)."""
     name = description.name
     count = len(description.inputs)
     arguments = _schema_arguments(description)
@@ -115,10 +117,10 @@ def register(description, forms: dict) -> None:
             _LIBRARY.impl(op_name, _autograd_kernel(description, torch_op(name, has_out), has_out), "Autograd",
                           with_keyset=True)
         else:
-            _register_backward(description)
+            _register_backward(description, ops)
 
 
-def _register_backward(description) -> None:
+def _register_backward(description, ops) -> None:
     """The functional op's autograd from the description's Backward: the
     forward keeps the inputs it names, every input's shape and dtype and
     the planned params; the formula gets them as a GradContext."""
@@ -137,7 +139,7 @@ def _register_backward(description) -> None:
         for i, tensor in zip(saves, ctx.saved_tensors):
             saved[i] = tensor
         grad_context = GradContext(tuple(saved), ctx.shapes, ctx.dtypes, ctx.params,
-                                   tuple(ctx.needs_input_grad[:count]))
+                                   tuple(ctx.needs_input_grad[:count]), ops)
         grads = tuple(backward.formula(grad_context, grad))
         return grads + (None,) * len(description.params)
 

@@ -106,7 +106,7 @@ _BENCHMARKS = (
 
 def _backward(ctx, grad):
     """grad itself, in src's dtype and summed over the dims src was broadcast along."""
-    return (sum_to(grad, ctx.shapes[0], ctx.dtypes[0]),)
+    return (sum_to(ctx.ops, grad, ctx.shapes[0], ctx.dtypes[0]),)
 
 
 DESCRIPTION = OpDescription(

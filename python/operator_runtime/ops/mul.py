@@ -12,11 +12,9 @@ from ..families import BINARY_TINY, binary_benchmarks, binary_cases, elementwise
 
 def _backward(ctx, grad):
     """d(a*b)/da = b, d(a*b)/db = a, each summed over its broadcast dims."""
-    from . import mul  # the public function, defined once this package is imported
-
-    a, b = ctx.saved
-    return each_input(ctx, (lambda: sum_to(mul(grad, b), ctx.shapes[0], ctx.dtypes[0]),
-                            lambda: sum_to(mul(grad, a), ctx.shapes[1], ctx.dtypes[1])))
+    a, b, ops = *ctx.saved, ctx.ops
+    return each_input(ctx, (lambda: sum_to(ops, ops.mul(grad, b), ctx.shapes[0], ctx.dtypes[0]),
+                            lambda: sum_to(ops, ops.mul(grad, a), ctx.shapes[1], ctx.dtypes[1])))
 
 
 DESCRIPTION = OpDescription(

@@ -170,13 +170,11 @@ def _backward(ctx, grad):
     """Every summed element gets the gradient of its sum: grad with the
     summed dims back (size 1), expanded to src's shape and copied out by
     the runtime's copy."""
-    from . import copy  # the public function, defined once this package is imported
-
     dims, keepdim = ctx.params
     if not keepdim:
         for d in dims:  # ascending, so each lands where it was
             grad = grad.unsqueeze(d)
-    return (copy(grad.expand(ctx.shapes[0])),)
+    return (ctx.ops.copy(grad.expand(ctx.shapes[0])),)
 
 
 DESCRIPTION = OpDescription(

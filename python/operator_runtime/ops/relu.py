@@ -11,9 +11,7 @@ from ..families import UNARY_TINY, elementwise_error_cases, elementwise_plan, un
 
 def _backward(ctx, grad):
     """grad where src > 0, else 0, by the runtime's relu_backward."""
-    from . import relu_backward  # the public function, defined once this package is imported
-
-    return (relu_backward(grad, ctx.saved[0]),)
+    return (ctx.ops.relu_backward(grad, ctx.saved[0]),)
 
 
 DESCRIPTION = OpDescription(

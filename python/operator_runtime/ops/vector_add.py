@@ -12,8 +12,8 @@ from ..families import BINARY_TINY, binary_benchmarks, binary_cases, elementwise
 
 def _backward(ctx, grad):
     """Each input's gradient is grad, summed over its broadcast dims."""
-    return each_input(ctx, (lambda: sum_to(grad, ctx.shapes[0], ctx.dtypes[0]),
-                            lambda: sum_to(grad, ctx.shapes[1], ctx.dtypes[1])))
+    return each_input(ctx, (lambda: sum_to(ctx.ops, grad, ctx.shapes[0], ctx.dtypes[0]),
+                            lambda: sum_to(ctx.ops, grad, ctx.shapes[1], ctx.dtypes[1])))
 
 
 DESCRIPTION = OpDescription(
