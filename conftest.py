@@ -39,6 +39,7 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 
 import operator_runtime  # noqa: E402
 from operator_runtime import Backend  # noqa: E402
+from operator_runtime._internal import operator as engine  # noqa: E402
 from operator_runtime_testing import make_generator, seed_from_text  # noqa: E402
 
 # One fixed profile: modest example counts keep the suite fast on 2 cores;
@@ -187,6 +188,20 @@ def device(request) -> torch.device:
 def dtypes(request) -> tuple:
     """Every dtype the selected backend supports."""
     return backend_dtypes(request.getfixturevalue("backend"))
+
+
+@pytest.fixture(params=["native", "python"])
+def engine_path(request, monkeypatch) -> str:
+    """Runs the test on both fast paths: fast_call.c, and its Python twin
+    (what OPRT_FAST_CALL=0 gives); the descriptor cache starts empty."""
+    if request.param == "python":
+        monkeypatch.setattr(engine, "_NATIVE_CALL", None)
+        monkeypatch.setattr(engine, "_NATIVE_RUN", None)
+    elif engine._NATIVE_CALL is None:
+        pytest.skip("the fast_call extension is not built or OPRT_FAST_CALL=0")
+    engine.DESCRIPTOR_CACHE.clear()
+    yield request.param
+    engine.DESCRIPTOR_CACHE.clear()
 
 
 @pytest.fixture

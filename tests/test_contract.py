@@ -19,26 +19,11 @@ from hypothesis import strategies as st
 
 from described_calls import OP_NAMES, forms, make_call, small_call
 from harness import skip_unless_available
-from operator_runtime._internal import operator as engine
-from operator_runtime._internal.operator import DESCRIPTOR_CACHE
 from operator_runtime._internal.tensors import shares_memory
 from operator_runtime.ops import DESCRIPTIONS
 from operator_runtime_testing import assert_bitwise_equal, assert_untouched, snapshot
 
 op_names = pytest.mark.parametrize("op", OP_NAMES)
-
-
-@pytest.fixture(params=["native", "python"])
-def engine_path(request, monkeypatch):
-    """The fast paths in C (fast_call.c) or in Python (OPRT_FAST_CALL=0's)."""
-    if request.param == "python":
-        monkeypatch.setattr(engine, "_NATIVE_CALL", None)
-        monkeypatch.setattr(engine, "_NATIVE_RUN", None)
-    elif engine._NATIVE_CALL is None:
-        pytest.skip("the fast_call extension is not built or OPRT_FAST_CALL=0")
-    DESCRIPTOR_CACHE.clear()
-    yield request.param
-    DESCRIPTOR_CACHE.clear()
 
 
 @pytest.fixture

@@ -39,17 +39,8 @@ def resolves(monkeypatch):
     return count
 
 
-@pytest.fixture(autouse=True, params=["native", "python"])
-def engine_path(request, monkeypatch):
-    """The fast path in C (fast_call.c) or in Python (OPRT_FAST_CALL=0's)."""
-    if request.param == "python":
-        monkeypatch.setattr(engine, "_NATIVE_CALL", None)
-        monkeypatch.setattr(engine, "_NATIVE_RUN", None)
-    elif engine._NATIVE_CALL is None:
-        pytest.skip("the fast_call extension is not built or OPRT_FAST_CALL=0")
-    DESCRIPTOR_CACHE.clear()
-    yield request.param
-    DESCRIPTOR_CACHE.clear()
+# Every test here runs on both fast paths (conftest.engine_path).
+pytestmark = pytest.mark.usefixtures("engine_path")
 
 
 @pytest.fixture

@@ -12,9 +12,7 @@ import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-import operator_runtime as oprt
 from described_calls import OP_NAMES, forms, small_call
-from operator_runtime._internal import operator as engine
 from operator_runtime.ops import DESCRIPTIONS
 
 DEVICES = [pytest.param("cpu"), pytest.param("cuda", marks=pytest.mark.skipif(
@@ -28,17 +26,6 @@ def torch_ops(name):
 
 def params_of(call) -> tuple:
     return DESCRIPTIONS[call.name].bound_params(call.params)
-
-
-@pytest.fixture(params=["native", "python"])
-def engine_path(request, monkeypatch):
-    """Every check on both fast paths: fast_call.c and its Python twin."""
-    if request.param == "python":
-        monkeypatch.setattr(engine, "_NATIVE_CALL", None)
-        monkeypatch.setattr(engine, "_NATIVE_RUN", None)
-    elif engine._NATIVE_CALL is None:
-        pytest.skip("the fast_call extension is not built")
-    return request.param
 
 
 @pytest.mark.parametrize("name", OP_NAMES)
