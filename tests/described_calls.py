@@ -178,3 +178,22 @@ def make_call(name: str, case: Case, device, gen, dtype=torch.float32, contiguou
 
 def small_call(name: str, device, gen, dtype=torch.float32, contiguous: bool = False) -> Call:
     return make_call(name, small_case(name), device, gen, dtype, contiguous)
+
+
+def cases_needing_workspace(name: str, backend, device, gen, contiguous: bool = False) -> list:
+    """The op's own cases (out of the planned shape, non-empty) whose
+    prepared form wants a workspace on backend, in description order."""
+    found = []
+    for case in DESCRIPTIONS[name].cases:
+        if case.out_shape is not None:
+            continue
+        try:
+            call = make_call(name, case, device, gen, contiguous=contiguous)
+        except (TypeError, ValueError):
+            continue
+        if call.out.numel() == 0:
+            continue
+        with call.prepare(backend) as prepared:
+            if prepared.workspace_size:
+                found.append(case)
+    return found

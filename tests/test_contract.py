@@ -17,7 +17,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from described_calls import OP_NAMES, forms, make_call, small_call
+from described_calls import OP_NAMES, cases_needing_workspace, forms, make_call, small_call
 from harness import skip_unless_available
 from operator_runtime._internal.tensors import shares_memory
 from operator_runtime.ops import DESCRIPTIONS
@@ -134,27 +134,15 @@ def test_out_with_the_negative_bit_is_refused(op, engine_path, ready, device, ge
 
 # -- concurrent runs of one prepared op -----------------------------------------------
 
-def _prepared_with_workspace(op, backend, device, gen):
-    """(case, prepared) for the first case of op whose prepared form needs a
-    workspace on backend, or (None, None)."""
-    for case in DESCRIPTIONS[op].cases:
-        call = make_call(op, case, device, gen)
-        if call.out.numel() == 0:
-            continue
-        prepared = call.prepare(backend)
-        if prepared.workspace_size:
-            return case, prepared
-        prepared.destroy()
-    return None, None
-
-
 @op_names
 def test_concurrent_runs_of_one_prepared_op(op, engine_path, ready, device, gen):
     """Threads share one prepared op that needs a workspace, each on its own
     tensors: every result is bitwise the single-threaded one."""
-    case, prepared = _prepared_with_workspace(op, ready, device, gen)
-    if prepared is None:
+    cases = cases_needing_workspace(op, ready, device, gen)
+    if not cases:
         pytest.skip(f"no case of {op} needs a workspace on {ready}")
+    case = cases[0]
+    prepared = make_call(op, case, device, gen).prepare(ready)
     threads, rounds = 4, 60
     calls = [make_call(op, case, device, gen) for _ in range(threads)]
     expected = [c.op_(_fresh(c.out), ready) for c in calls]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from described_calls import OP_NAMES, batched, forms, make_call, small_case
+from described_calls import OP_NAMES, batched, cases_needing_workspace, forms, make_call, small_case
 from operator_runtime import Backend
 from operator_runtime._internal import operator as engine
 from operator_runtime._internal.backends import backend_impl
@@ -85,22 +85,6 @@ class Task:
         return f"{self.name} {self.form} {self.inputs[0].dtype} {shapes} {self.params}"
 
 
-def _workspace_cases(name, backend, device):
-    """The op's own cases (contiguous) whose descriptor wants a workspace here."""
-    found = []
-    for case in DESCRIPTIONS[name].cases:
-        if case.out_shape is not None:
-            continue
-        try:
-            call = make_call(name, case, device, make_generator(0), contiguous=True)
-            with call.prepare(backend) as prepared:
-                if prepared.workspace_size:
-                    found.append(case)
-        except (TypeError, ValueError):
-            continue
-    return found[:2]
-
-
 def api_tasks(backend, dtypes, device) -> list:
     gen = make_generator(1234)
     tasks = []
@@ -113,7 +97,7 @@ def api_tasks(backend, dtypes, device) -> list:
             call = make_call(name, small_case(name), device, gen, dtype)  # non-contiguous inputs and out
             tasks.append(Task(name, "op_", call.inputs, call.params, call.out))
             tasks.append(Task(name, "prepare", call.inputs, call.params, call.out))
-        for case in _workspace_cases(name, backend, device):
+        for case in cases_needing_workspace(name, backend, device, make_generator(0), contiguous=True)[:2]:
             call = make_call(name, case, device, gen, contiguous=True)
             tasks += [Task(name, "op", call.inputs, call.params, None), Task(name, "op_", call.inputs, call.params,
                                                                             call.out)]
