@@ -20,7 +20,8 @@ from described_calls import OP_NAMES, Call, batched, forms, make_call, operator,
 from harness import skip_unless_available
 from operator_runtime import BackendUnavailableError
 from operator_runtime._internal import operator as engine
-from operator_runtime._internal.operator import DESCRIPTOR_CACHE, WORKSPACES
+from operator_runtime._internal.operator import DESCRIPTOR_CACHE
+from operator_runtime._internal.workspaces import WORKSPACES
 from operator_runtime.ops import DESCRIPTIONS
 from operator_runtime_testing import assert_bitwise_equal, assert_untouched, make_generator, snapshot
 

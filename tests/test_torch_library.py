@@ -12,7 +12,8 @@ import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from described_calls import OP_NAMES, forms, small_call
+from described_calls import OP_NAMES, cases_needing_workspace, forms, make_call, small_call
+from operator_runtime._internal.workspaces import WORKSPACES
 from operator_runtime.ops import DESCRIPTIONS
 
 DEVICES = [pytest.param("cpu"), pytest.param("cuda", marks=pytest.mark.skipif(
@@ -99,9 +100,10 @@ def test_compile_fullgraph_has_no_graph_break(name, gen):
         assert torch.equal(compiled(*[a.clone() for a in args]), fn(*eager_args))
 
 
-def test_compiled_model_with_inductor_matches_eager(gen):
-    """Every op in one model, compiled by the default backend (inductor)."""
-    calls = [small_call(name, torch.device("cpu"), gen) for name in OP_NAMES]
+def compiled_model_of_every_op(device, gen):
+    """A model calling every op's plain function once on its small case, its
+    flattened inputs, and the model compiled as a whole."""
+    calls = [small_call(name, torch.device(device), gen) for name in OP_NAMES]
 
     def model(*flat):
         results, at = [], 0
@@ -111,11 +113,53 @@ def test_compiled_model_with_inductor_matches_eager(gen):
             results.append(forms(call.name)[0](*[t + 0 for t in inputs], **call.params))
         return results
 
-    flat = [t for call in calls for t in call.inputs]
+    return model, [t for call in calls for t in call.inputs]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compiled_model_with_inductor_matches_eager(device, gen):
+    """Every op in one model, compiled by the default backend (inductor)."""
+    model, flat = compiled_model_of_every_op(device, gen)
     torch._dynamo.reset()
     compiled = torch.compile(model, fullgraph=True)
     for got, expected in zip(compiled(*flat), model(*flat), strict=True):
         assert torch.equal(got, expected)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_compiled_model_runs_under_cuda_graphs(gen):
+    """mode="reduce-overhead": inductor captures the model, our kernels
+    included, in a CUDA graph and replays it; each replay on fresh values
+    must match eager."""
+    model, _ = compiled_model_of_every_op("cuda", gen)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, mode="reduce-overhead", fullgraph=True)
+    for _ in range(4):  # warm-up, recording, then replays
+        _, flat = compiled_model_of_every_op("cuda", gen)  # the same shapes and layouts, new values
+        got = [r.clone() for r in compiled(*flat)]
+        for g, expected in zip(got, model(*flat), strict=True):
+            assert torch.equal(g, expected)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_registered_ops_keep_no_scratch_buffer(device, gen):
+    """The registered ops allocate their workspace per call (a CUDA-graph
+    pool must not see a buffer outlive the graph's tensors): the per-thread
+    buffers the plain calls reuse stay as they were."""
+    backend = "cpu" if device == "cpu" else None
+    found = [(name, case) for name in OP_NAMES
+             for case in cases_needing_workspace(name, backend, torch.device(device), gen, contiguous=True)[:1]]
+    if not found:
+        pytest.skip(f"no op case needs a workspace on {device}")
+    WORKSPACES.buffers.clear()
+    for name, case in found:
+        call = make_call(name, case, torch.device(device), gen, contiguous=True)
+        functional, out_variant = torch_ops(name)
+        got = functional(*call.inputs, *params_of(call))
+        assert torch.equal(got, call.op(None))
+        WORKSPACES.buffers.clear()  # (the plain call just made may keep one)
+        out_variant(call.out, *call.inputs, *params_of(call))
+        assert WORKSPACES.buffers == {}, name
 
 
 @pytest.mark.parametrize("name", OP_NAMES)

@@ -31,9 +31,10 @@ import torch
 from ..backend import default_backend, parse_backend
 from ..description import OpDescription, Plan
 from .backends import backend_impl
-from .cuda import CUDA_GET_DEVICE, CUDA_RAW_STREAM, cuda_current_device, cuda_is_capturing
+from .cuda import CUDA_GET_DEVICE, CUDA_RAW_STREAM, cuda_current_device
 from .library import fast_call_module
 from .torch_library import autograd_refusal, call_torch_op
+from .workspaces import WORKSPACES
 from .tensors import (_byte_span, require_dtype, require_no_partial_overlap, require_no_self_overlap,
                       require_tensor, resolve_lazy_sign)
 
@@ -240,35 +241,6 @@ def _native_record(descriptor, slot, like, cuda_index, out_span, spans, workspac
     return (descriptor, address, slot, -1 if like is None else like, -1 if cuda_index is None else cuda_index,
             out_span, spans, 0 if workspace is None else workspace.data_ptr(),
             0 if workspace is None else workspace.numel())
-
-
-class _Workspaces(threading.local):
-    """Per thread, one scratch buffer per (device, stream), reused by every
-    out-of-place or op_ call that needs a workspace. On CUDA a buffer is only
-    ever used on the stream it was allocated on, so stream order keeps reuse
-    safe (the caching allocator gives a freed buffer to later work on that
-    stream only). While a CUDA graph is being captured every call allocates
-    its own (from the graph's pool), as a captured kernel must keep its
-    scratch memory for replays."""
-
-    MAX_BUFFERS = 8
-
-    def __init__(self):
-        self.buffers: dict = {}
-
-    def get(self, device: torch.device, stream, nbytes: int, cuda: bool) -> torch.Tensor:
-        if cuda and cuda_is_capturing():
-            return torch.empty(nbytes, dtype=torch.uint8, device=device)
-        key = (device, stream)
-        buffer = self.buffers.get(key)
-        if buffer is None or buffer.numel() < nbytes:
-            if buffer is None and len(self.buffers) >= self.MAX_BUFFERS:
-                self.buffers.clear()
-            buffer = self.buffers[key] = torch.empty(nbytes, dtype=torch.uint8, device=device)
-        return buffer
-
-
-WORKSPACES = _Workspaces()
 
 
 def _param_types(params: tuple) -> tuple:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 
 from ..description import REQUIRED, GradContext
+from .workspaces import WORKSPACES
 
 NAMESPACE = "operator_runtime"
 _LIBRARY = torch.library.Library(NAMESPACE, "DEF")
@@ -95,10 +96,12 @@ def register(description, forms: dict, ops) -> None:
     plain, plain_out, plan = forms[name], forms[f"{name}_"], description.plan
 
     def kernel(*args):
-        return plain(*args[:count], *_runtime_params(args[count:]))
+        with WORKSPACES.per_call():
+            return plain(*args[:count], *_runtime_params(args[count:]))
 
     def out_kernel(out, *args):
-        plain_out(out, *args[:count], *_runtime_params(args[count:]))
+        with WORKSPACES.per_call():
+            plain_out(out, *args[:count], *_runtime_params(args[count:]))
 
     def fake(*args):
         inputs = args[:count]
