@@ -40,6 +40,7 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 import operator_runtime  # noqa: E402
 from operator_runtime import Backend  # noqa: E402
 from operator_runtime._internal import operator as engine  # noqa: E402
+from operator_runtime._internal.library import tensor_access_api  # noqa: E402
 from operator_runtime_testing import make_generator, seed_from_text  # noqa: E402
 
 # One fixed profile: modest example counts keep the suite fast on 2 cores;
@@ -190,18 +191,28 @@ def dtypes(request) -> tuple:
     return backend_dtypes(request.getfixturevalue("backend"))
 
 
-@pytest.fixture(params=["native", "python"])
+@pytest.fixture(params=["native", "native-python-reads", "python"])
 def engine_path(request, monkeypatch) -> str:
-    """Runs the test on both fast paths: fast_call.c, and its Python twin
+    """Runs the test on every fast path: fast_call.c reading tensors through
+    the _tensor_access extension, fast_call.c reading them through Python
+    (where that extension is not loaded), and fast_call.c's Python twin
     (what OPRT_FAST_CALL=0 gives); the descriptor cache starts empty."""
     if request.param == "python":
         monkeypatch.setattr(engine, "_NATIVE_CALL", None)
         monkeypatch.setattr(engine, "_NATIVE_RUN", None)
     elif engine._NATIVE_CALL is None:
         pytest.skip("the fast_call extension is not built or OPRT_FAST_CALL=0")
+    reads = tensor_access_api()
+    if request.param == "native" and reads is None:
+        pytest.skip("the _tensor_access extension is not built, OPRT_TENSOR_ACCESS=0, or built for another torch")
+    fast_call = engine._NATIVE_CALL.__self__ if request.param == "native-python-reads" else None  # (the module)
+    if fast_call is not None:
+        fast_call.set_tensor_access(None)
     engine.DESCRIPTOR_CACHE.clear()
     yield request.param
     engine.DESCRIPTOR_CACHE.clear()
+    if fast_call is not None:
+        fast_call.set_tensor_access(reads)
 
 
 @pytest.fixture

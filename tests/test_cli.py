@@ -29,7 +29,7 @@ def test_info(tmp_path):
     out = run.stdout
     assert f"operator_runtime {oprt.__version__}" in out
     assert f"C ABI version: {oprt.abi_version()}" in out
-    for line in ("library: ", "CUDA targets built: ", "C fast path: ", "TileLang: "):
+    for line in ("library: ", "CUDA targets built: ", "C fast path: ", "tensor reads: ", "TileLang: "):
         assert line in out, out
     assert "  cpu       available" in out, out
     assert "  metax     unavailable: " in out, out

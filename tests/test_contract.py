@@ -39,10 +39,21 @@ def _fresh(t: torch.Tensor) -> torch.Tensor:
 
 # -- prepared ops whose tensors changed since prepare ----------------------------------
 
+# Inference tensors (made under torch.inference_mode) have no version
+# counter: a prepared op over them compares shapes and strides on every run.
+inference_modes = pytest.mark.parametrize("inference", [False, True], ids=["", "inference"])
+
+
 @op_names
-def test_prepared_run_refuses_a_tensor_whose_layout_changed(op, engine_path, ready, device, gen):
+@inference_modes
+def test_prepared_run_refuses_a_tensor_whose_layout_changed(op, engine_path, ready, device, gen, inference):
     """set_ to a smaller storage after prepare: run() refuses instead of
     writing (or reading) the prepared extent past the new storage's end."""
+    with torch.inference_mode(inference):
+        _refuses_a_changed_layout(op, ready, device, gen)
+
+
+def _refuses_a_changed_layout(op, ready, device, gen):
     count = 1 + len(small_call(op, device, gen).inputs)
     for index in range(count):
         call = small_call(op, device, gen)
@@ -60,10 +71,16 @@ def test_prepared_run_refuses_a_tensor_whose_layout_changed(op, engine_path, rea
 
 
 @op_names
-def test_prepared_run_follows_tensors_moved_to_new_memory(op, engine_path, ready, device, gen):
+@inference_modes
+def test_prepared_run_follows_tensors_moved_to_new_memory(op, engine_path, ready, device, gen, inference):
     """set_ to new memory of the same layout: run() computes from and into
     the new memory (overlap checked again); a torch write between runs keeps
     the prepared layout valid."""
+    with torch.inference_mode(inference):
+        _follows_moved_tensors(op, ready, device, gen)
+
+
+def _follows_moved_tensors(op, ready, device, gen):
     call = small_call(op, device, gen)
     prepared = call.prepare(ready)
     prepared.run()

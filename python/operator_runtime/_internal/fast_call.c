@@ -24,6 +24,8 @@
 
 #include <stdint.h>
 
+#include "tensor_access.h"
+
 typedef int (*Execute1)(void*, void*, size_t, void*, void*, void*);
 typedef int (*Execute2)(void*, void*, size_t, void*, void*, void*, void*);
 typedef int (*Execute3)(void*, void*, size_t, void*, void*, void*, void*, void*);
@@ -40,6 +42,10 @@ static PyObject* parameter_type;  /* torch.nn.Parameter */
 static PyObject* grad_enabled;    /* torch.is_grad_enabled */
 static PyObject* bump_version;    /* torch._C._increment_version (an iterable of tensors) */
 
+/* Set by set_tensor_access(): direct reads of a tensor's state, or NULL
+ * (each read is then a Python call). */
+static const oprt_tensor_access* tensor_reads;
+
 static PyObject *s_dtype, *s_shape, *s_stride, *s_device, *s_data_ptr, *s_handle, *s_used, *s_native,
     *s_new_out, *s_check, *s_is_neg, *s_version, *s_requires_grad;
 
@@ -47,11 +53,15 @@ static PyObject *s_dtype, *s_shape, *s_stride, *s_device, *s_data_ptr, *s_handle
  * grad mode is on (Python then refuses it, or runs the registered operator).
  * 1: yes, 0: no, -1: error. */
 static int needs_grad(PyObject* t) {
-  PyObject* requires = PyObject_GetAttr(t, s_requires_grad);
-  if (requires == NULL) return -1;
-  const int required = requires == Py_True;
-  Py_DECREF(requires);
+  int required = tensor_reads ? tensor_reads->requires_grad(t) : -1;
+  if (required < 0) {
+    PyObject* requires = PyObject_GetAttr(t, s_requires_grad);
+    if (requires == NULL) return -1;
+    required = requires == Py_True;
+    Py_DECREF(requires);
+  }
   if (!required) return 0;
+  if (tensor_reads) return tensor_reads->grad_enabled();
   PyObject* enabled = PyObject_CallNoArgs(grad_enabled);
   if (enabled == NULL) return -1;
   const int on = enabled == Py_True;
@@ -99,10 +109,13 @@ static int put_signature(PyObject* key, Py_ssize_t at, PyObject* t) {
   if (Py_TYPE(t) != (PyTypeObject*)tensor_type && Py_TYPE(t) != (PyTypeObject*)parameter_type) return -1;
   const int grad = needs_grad(t);
   if (grad != 0) return -1;
-  PyObject* neg = PyObject_CallMethodNoArgs(t, s_is_neg);
-  if (neg == NULL) return -1;
-  const int negative = neg == Py_True;
-  Py_DECREF(neg);
+  int negative = tensor_reads ? tensor_reads->is_neg(t) : -1;
+  if (negative < 0) {
+    PyObject* neg = PyObject_CallMethodNoArgs(t, s_is_neg);
+    if (neg == NULL) return -1;
+    negative = neg == Py_True;
+    Py_DECREF(neg);
+  }
   if (negative) return -1;
   PyObject* dtype = PyObject_GetAttr(t, s_dtype);
   if (dtype == NULL) return -1;
@@ -150,6 +163,7 @@ fail:
 
 /* t.data_ptr() as an address; -1 with an exception set on failure. */
 static int data_ptr(PyObject* t, intptr_t* address) {
+  if (tensor_reads && tensor_reads->data_ptr(t, address) == 0) return 0;
   PyObject* value = PyObject_CallMethodNoArgs(t, s_data_ptr);
   if (value == NULL) return -1;
   *address = (intptr_t)PyLong_AsVoidPtr(value);
@@ -185,6 +199,22 @@ static int overlaps(PyObject* record_out_span, PyObject* spans, PyObject* out, P
   return PyErr_Occurred() ? -1 : 0;
 }
 
+/* Whether t's version counter reads `recorded` (an int; None for an
+ * inference tensor, which has no counter: never the same). 1, 0, or -1. */
+static int version_is(PyObject* t, PyObject* recorded) {
+  if (recorded == Py_None) return 0;
+  long long version;
+  if (tensor_reads && tensor_reads->version(t, &version) == 0) {
+    const long long value = PyLong_AsLongLong(recorded);
+    return value == -1 && PyErr_Occurred() ? -1 : value == version;
+  }
+  PyObject* current = PyObject_GetAttr(t, s_version);
+  if (current == NULL) return -1;
+  const int same = PyObject_RichCompareBool(current, recorded, Py_EQ);
+  Py_DECREF(current);
+  return same;
+}
+
 /* Whether a prepared op's tensors are as they were at prepare
  * (operator.py: PreparedOp._bound_state says why this check suffices): per
  * tensor, the same data pointer, and the same version counter or else the
@@ -205,10 +235,7 @@ static int bound_unchanged(PyObject* state, Py_ssize_t n, intptr_t* pointers, in
     const intptr_t recorded = (intptr_t)PyLong_AsVoidPtr(PyList_GET_ITEM(item, 1));
     if (ptr != recorded) return PyErr_Occurred() ? -1 : 0;
     if (i <= n) pointers[i] = ptr;
-    PyObject* version = PyObject_GetAttr(t, s_version);
-    if (version == NULL) return -1;
-    int same = PyObject_RichCompareBool(version, PyList_GET_ITEM(item, 2), Py_EQ);
-    Py_DECREF(version);
+    int same = version_is(t, PyList_GET_ITEM(item, 2));
     if (same < 0) return -1;
     if (same) continue;
     PyObject* shape = PyObject_GetAttr(t, s_shape);
@@ -230,18 +257,25 @@ static int bound_unchanged(PyObject* state, Py_ssize_t n, intptr_t* pointers, in
  * sees the write, and a prepared op's bound state told the new version
  * (operator.py: PreparedOp._wrote). 0, or -1 with an exception. */
 static int wrote(PyObject* out, PyObject* state) {
-  PyObject* tensors = PyTuple_Pack(1, out);
-  if (tensors == NULL) return -1;
-  PyObject* done = PyObject_CallOneArg(bump_version, tensors);
-  Py_DECREF(tensors);
-  if (done == NULL) return -1;
-  Py_DECREF(done);
+  if (!tensor_reads || tensor_reads->bump_version(out) < 0) {
+    PyObject* tensors = PyTuple_Pack(1, out);
+    if (tensors == NULL) return -1;
+    PyObject* done = PyObject_CallOneArg(bump_version, tensors);
+    Py_DECREF(tensors);
+    if (done == NULL) return -1;
+    Py_DECREF(done);
+  }
   if (state == NULL) return 0;
   PyObject* version = NULL;
   for (Py_ssize_t i = 1; i < PyTuple_GET_SIZE(state); ++i) {
     PyObject* item = PyTuple_GET_ITEM(state, i);  /* checked by bound_unchanged */
-    if (PyList_GET_ITEM(item, 0) != out) continue;
-    if (version == NULL && (version = PyObject_GetAttr(out, s_version)) == NULL) return -1;
+    if (PyList_GET_ITEM(item, 0) != out || PyList_GET_ITEM(item, 2) == Py_None) continue;
+    if (version == NULL) {
+      long long value;
+      version = tensor_reads && tensor_reads->version(out, &value) == 0 ? PyLong_FromLongLong(value)
+                                                              : PyObject_GetAttr(out, s_version);
+      if (version == NULL) return -1;
+    }
     Py_INCREF(version);
     if (PyList_SetItem(item, 2, version) < 0) {  /* steals version, releases the old one */
       Py_DECREF(version);
@@ -424,6 +458,19 @@ static PyObject* configure(PyObject* Py_UNUSED(module), PyObject* args) {
   Py_RETURN_NONE;
 }
 
+/* set_tensor_access(capsule or None): the _tensor_access extension's reads,
+ * or none (Python calls). */
+static PyObject* set_tensor_access(PyObject* Py_UNUSED(module), PyObject* capsule) {
+  if (capsule == Py_None) {
+    tensor_reads = NULL;
+    Py_RETURN_NONE;
+  }
+  const oprt_tensor_access* api = PyCapsule_GetPointer(capsule, OPRT_TENSOR_ACCESS_CAPSULE);
+  if (api == NULL) return NULL;
+  tensor_reads = api;
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"call", (PyCFunction)(void (*)(void))fast_call, METH_FASTCALL,
      "call(op, out, inputs, params, backend): out, the signature key, or None (see fast_call.c)"},
@@ -431,6 +478,8 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(calls, torch.Tensor, torch.empty_like, raw_stream or None, current_device or None, "
      "torch.nn.Parameter, torch.is_grad_enabled, torch._C._increment_version)"},
+    {"set_tensor_access", set_tensor_access, METH_O,
+     "set_tensor_access(capsule or None): read tensors through _tensor_access's api, or through Python"},
     {NULL, NULL, 0, NULL},
 };
 

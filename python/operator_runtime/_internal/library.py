@@ -111,28 +111,53 @@ def check_status(status: int, function: str) -> None:
         raise OperatorRuntimeError(function, status, status_name(status), last_error())
 
 
-FAST_CALL_MODULE = "operator_runtime._internal._fast_call"
+def _extension_module(name: str):
+    """The compiled module operator_runtime._internal.<name>, or None where
+    it was not built. With $CAMP_BUILD_DIR it is taken from that folder,
+    like the library."""
+    qualified = f"operator_runtime._internal.{name}"
+    build_dir = os.environ.get("CAMP_BUILD_DIR")
+    if not build_dir:
+        try:
+            return importlib.import_module(qualified)
+        except ImportError:
+            return None
+    for folder in (Path(build_dir), Path(build_dir) / "lib"):
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            candidate = folder / f"{name}{suffix}"
+            if candidate.is_file():
+                spec = importlib.util.spec_from_file_location(qualified, candidate)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                return module
+    return None
 
 
 def fast_call_module():
     """The compiled fast path of the Python API (fast_call.c), or None when
     it was not built (no Python headers at build time) or OPRT_FAST_CALL=0;
-    the same steps then run in Python. With $CAMP_BUILD_DIR it is taken from
-    that folder, like the library."""
+    the same steps then run in Python."""
     if os.environ.get("OPRT_FAST_CALL", "1") == "0":
         return None
-    build_dir = os.environ.get("CAMP_BUILD_DIR")
-    if not build_dir:
-        try:
-            return importlib.import_module(FAST_CALL_MODULE)
-        except ImportError:
-            return None
-    for folder in (Path(build_dir), Path(build_dir) / "lib"):
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            candidate = folder / f"_fast_call{suffix}"
-            if candidate.is_file():
-                spec = importlib.util.spec_from_file_location(FAST_CALL_MODULE, candidate)
-                module = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(module)
-                return module
-    return None
+    return _extension_module("_fast_call")
+
+
+def torch_build() -> str:
+    """The running torch as _tensor_access records the one it was built for."""
+    import torch
+    return f"{torch.__version__}/{torch.version.git_version}"
+
+
+def tensor_access_api():
+    """The _tensor_access extension's reads of tensor state for fast_call.c
+    (a capsule), or None: not built, OPRT_TENSOR_ACCESS=0, or built against
+    another torch than the running one (its C++ ABI would not match)."""
+    if os.environ.get("OPRT_TENSOR_ACCESS", "1") == "0":
+        return None
+    try:
+        module = _extension_module("_tensor_access")
+    except ImportError:  # (built against a torch whose symbols this one lacks)
+        return None
+    if module is None or module.TORCH_BUILD != torch_build():
+        return None
+    return module.api

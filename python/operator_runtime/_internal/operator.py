@@ -32,7 +32,7 @@ from ..backend import default_backend, parse_backend
 from ..description import OpDescription, Plan
 from .backends import backend_impl
 from .cuda import CUDA_GET_DEVICE, CUDA_RAW_STREAM, cuda_current_device
-from .library import fast_call_module
+from .library import fast_call_module, tensor_access_api
 from .torch_library import autograd_refusal, call_torch_op
 from .workspaces import WORKSPACES
 from .tensors import (_byte_span, require_dtype, require_no_partial_overlap, require_no_self_overlap,
@@ -241,6 +241,12 @@ def _native_record(descriptor, slot, like, cuda_index, out_span, spans, workspac
     return (descriptor, address, slot, -1 if like is None else like, -1 if cuda_index is None else cuda_index,
             out_span, spans, 0 if workspace is None else workspace.data_ptr(),
             0 if workspace is None else workspace.numel())
+
+
+def _version_of(t: torch.Tensor) -> int | None:
+    """t's version counter; None for an inference tensor, which has none
+    (a prepared op then compares its shape and strides on every run)."""
+    return None if t.is_inference() else t._version
 
 
 def _param_types(params: tuple) -> tuple:
@@ -505,6 +511,7 @@ def _native_functions():
         return None, None, 0
     module.configure(_CALLS, torch.Tensor, torch.empty_like, CUDA_RAW_STREAM, CUDA_GET_DEVICE, torch.nn.Parameter,
                      _grad_enabled, _bump_version)
+    module.set_tensor_access(tensor_access_api())
     return module.call, module.run, module.MAX_INPUTS
 
 
@@ -562,7 +569,7 @@ class PreparedOp:
         bound = (out,) + self._given
         direct = len(inputs) == len(self._given) and all(
             p.data_ptr() == g.data_ptr() for p, g in zip(inputs, self._given))
-        return (direct,) + tuple([t, t.data_ptr(), t._version, t.shape, t.stride()] for t in bound)
+        return (direct,) + tuple([t, t.data_ptr(), _version_of(t), t.shape, t.stride()] for t in bound)
 
     def _wrote(self, out, state) -> None:
         """After a write into out: its version counter bumped (autograd sees
@@ -571,7 +578,7 @@ class PreparedOp:
         _bump_version((out,))
         if state is not None:
             for item in self._state[1:]:
-                if item[0] is out:
+                if item[0] is out and item[2] is not None:
                     item[2] = out._version
 
     def _refuse_autograd(self, out, inputs) -> None:
@@ -648,7 +655,8 @@ class PreparedOp:
     def _moved(state) -> bool:
         """Whether a prepared tensor changed (see _bound_state)."""
         for t, ptr, version, shape, stride in state[1:]:
-            if t.data_ptr() != ptr or (t._version != version and (t.shape != shape or t.stride() != stride)):
+            if t.data_ptr() != ptr or (_version_of(t) != version or version is None) and \
+                    (t.shape != shape or t.stride() != stride):
                 return True
         return False
 

@@ -10,7 +10,7 @@ import torch
 import operator_runtime as oprt
 from operator_runtime import Backend
 from operator_runtime._internal.fatbin import cuda_targets
-from operator_runtime._internal.library import fast_call_module, library_path
+from operator_runtime._internal.library import fast_call_module, library_path, tensor_access_api, torch_build
 
 
 def _cuda_targets(path) -> str:
@@ -41,6 +41,12 @@ def _tilelang_version() -> str:
     return getattr(tilelang, "__version__", "unknown version")
 
 
+def _tensor_reads() -> str:
+    if tensor_access_api() is not None:
+        return f"through torch's C++ objects (_tensor_access, built for torch {torch_build()})"
+    return "through Python (_tensor_access not built, OPRT_TENSOR_ACCESS=0, or built for another torch)"
+
+
 def info_lines() -> list[str]:
     path = library_path()
     fast = fast_call_module()
@@ -49,6 +55,7 @@ def info_lines() -> list[str]:
              f"C ABI version: {oprt.abi_version()}",
              f"CUDA targets built: {_cuda_targets(path)}",
              f"C fast path: {'loaded (' + fast.__file__ + ')' if fast is not None else 'not loaded (Python path)'}",
+             f"tensor reads: {_tensor_reads()}",
              f"torch: {torch.__version__} (CUDA {torch.version.cuda or 'none'})",
              f"TileLang: {_tilelang_version()}",
              "backends:"]
