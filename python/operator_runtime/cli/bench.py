@@ -2,8 +2,11 @@
 one backend. It measures the copy-bandwidth ceiling, then per case checks
 ours (both paths) against a float64 reference, times ours (prepared and out
 of place) and torch, prints one row per case and a summary; --json, --csv
-and --plot write every row. See operator_runtime_testing/benchmark.py for
-the method. tests/run_ops.py runs the same benchmark (its --mode bench).
+and --plot write every row. On CUDA every row is timed under a clean and a
+dirty L2 (--condition picks one), and --cross-check compares a few cases
+with triton's do_bench (operator_runtime_testing/cross_check.py). See
+operator_runtime_testing/benchmark.py for the method. tests/run_ops.py runs
+the same benchmark (its --mode bench).
 
 Exit status: 0 all good; 1 a benchmark case was wrong or raised; 2 bad
 arguments or the backend cannot run here; 3 nothing failed but some
@@ -124,6 +127,11 @@ def select_cases(op, args, device_type):
     return [c for c in cases if not (c.gpu_only and device_type == "cpu")], len(gpu_only)
 
 
+CONDITION_TEXT = {"clean": "clean (the flush reads: L2 left holding clean lines)",
+                  "dirty": "dirty (the flush writes: the call pays the write-back of up to a whole L2 of dirty "
+                           "lines, as after a producer kernel; as triton's do_bench)"}
+
+
 def describe_setup(device, info: dict, conditions, config: TimingConfig) -> dict:
     """Print the machine, the conditions and the copy ceiling (measured now); returns the ceiling."""
     if device.type == "cpu":
@@ -147,11 +155,6 @@ def describe_setup(device, info: dict, conditions, config: TimingConfig) -> dict
               "MiB; conditions: " + ", ".join(CONDITION_TEXT[c] for c in conditions)
               + ("; cells read clean/dirty" if len(conditions) > 1 else ""), flush=True)
     return ceiling
-
-
-CONDITION_TEXT = {"clean": "clean (the flush reads: L2 left holding clean lines)",
-                  "dirty": "dirty (the flush writes: the call pays the write-back of up to a whole L2 of dirty "
-                           "lines, as after a producer kernel; as triton's do_bench)"}
 
 
 def plan_cases(ops, args, device_type) -> tuple[list, list]:
