@@ -35,7 +35,10 @@
 #             so all the ops will not fit in 10 minutes: give one or two
 #             ops per call (bench.json is rewritten after every
 #             row, so a run cut short still leaves its rows; "complete" in
-#             its meta says whether it finished)
+#             its meta says whether it finished). Each row is timed
+#             with a clean and a dirty L2 (twice the time of one);
+#             OPRT_BENCH_ARGS="--condition clean" times one,
+#             OPRT_BENCH_ARGS="--cross-check" adds the do_bench comparison
 #
 # The build phase also calls every op that operator_runtime.ops.DESCRIPTIONS
 # discovers once on a small case of its description: an op the backend has
@@ -272,6 +275,9 @@ for op, s in data["summary"].items():
         text += f" vs compile {compiled:.2f}x"
     if ceiling:
         text += f" ceil {100 * ceiling:.0f}%"
+    dirty = (s.get("dirty") or {}).get("speedup", {}).get("median")
+    if dirty:
+        text += f" (dirty L2: vs torch {dirty:.2f}x)"
     if host.get("call_ratio"):
         text += f" host {host['call_ratio']:.2f}x/{host['prepared_ratio']:.2f}x"
     parts.append(text)

@@ -5,6 +5,7 @@
                           --backend {best|cpu|nvidia|tilelang|...}
                           --mode {test|bench|all} [--json PATH] [--csv PATH] [--plot FILE.png] [--quick]
                           [--dtype float32 float16 ...] [--case SUBSTRING]
+                          [--condition {clean|dirty|both}] [--cross-check]
 
 test:  pytest tests/ops/test_<op>.py --backend NAME -q per op (exit code 5,
        "no tests collected", counts as a failure).
@@ -69,6 +70,8 @@ def main(argv=None) -> int:
         require_matplotlib()
     ops = bench.selected_ops(args.op)
     backend, device_type = bench.resolve_backend(args.backend, ops)
+    if args.mode in ("bench", "all"):
+        bench.refuse_unavailable_cross_check(args, device_type)
     status = 0
     if args.mode in ("test", "all"):
         status = run_tests(ops, backend)

@@ -57,6 +57,10 @@ def test_bench_writes_json_csv_plot(tmp_path):
         table = list(csv.DictReader(f))
     assert [(r["case"], r["dtype"]) for r in table] == [(r["case"], r["dtype"]) for r in results]
     assert all(float(r["tbps"]) > 0 for r in table)
+    # The CPU has one timing condition: the plain columns hold it, the dirty ones stay empty.
+    assert all(r["conditions"] == ["cpu"] and r["prepared_dirty_us"] is None for r in results)
+    assert all(r["conditions"] == "cpu" and r["prepared_dirty_us"] == "" for r in table)
+    assert "cross_check" not in rows
     if not plot:
         pytest.skip("matplotlib is not importable: the plot was not tested")
     assert (tmp_path / "b.png").read_bytes()[:8] == PNG_MAGIC
@@ -70,3 +74,25 @@ def test_plot_without_matplotlib_is_a_clear_error(tmp_path):
     run = subprocess.run([sys.executable, "-m", "operator_runtime", "bench", "--op", "copy", "--plot", "x.png"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode != 0 and "pip install 'operator_runtime[plot]'" in run.stderr
+
+
+def test_bench_condition_on_the_cpu_is_its_one_condition(tmp_path):
+    run = cli(tmp_path, "bench", "--backend", "cpu", "--op", "copy", "--case", "tiny", "--min-time", "0.01",
+              "--host-calls", "0", "--condition", "dirty", "--json", "b.json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "one timing condition on the CPU" in run.stdout
+    data = json.loads((tmp_path / "b.json").read_text())
+    assert data["meta"]["args"]["condition"] == "dirty" and data["meta"]["device"]["conditions"] == ["cpu"]
+    assert all(r["conditions"] == ["cpu"] and r["prepared_us"] > 0 for r in data["results"])
+
+
+def test_bench_rejects_an_unknown_condition(tmp_path):
+    run = cli(tmp_path, "bench", "--backend", "cpu", "--condition", "warm")
+    assert run.returncode == 2 and "--condition" in run.stderr
+
+
+def test_cross_check_on_the_cpu_is_refused_before_measuring(tmp_path):
+    run = cli(tmp_path, "bench", "--backend", "cpu", "--op", "copy", "--cross-check", "--json", "b.json")
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "--cross-check compares CUDA timings" in run.stderr
+    assert "[bench]" not in run.stdout and not (tmp_path / "b.json").exists()

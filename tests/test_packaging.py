@@ -118,8 +118,9 @@ def test_runtime_dependencies_are_the_imported_ones():
     imported = set().union(*(_imported_modules(p) for p in PACKAGES))
     third_party = imported - set(sys.stdlib_module_names) - {"operator_runtime", "operator_runtime_testing"}
     # An extra's package is imported only where that feature runs (tilelang:
-    # the TileLang backend, matplotlib: bench --plot); pytest only by require_cuda.
-    optional = extras["tilelang"] | extras["plot"] | {"pytest"}
+    # the TileLang backend, matplotlib: bench --plot, triton: bench --cross-check);
+    # pytest only by require_cuda.
+    optional = extras["tilelang"] | extras["plot"] | extras["cross-check"] | {"pytest"}
     assert third_party - optional == runtime == {"torch"}
     assert "numpy" in extras["test"] and "numpy" not in imported
 

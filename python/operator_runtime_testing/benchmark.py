@@ -10,12 +10,13 @@ Other processes' CPU use during each measurement is recorded with it.
 
 CUDA (per METHOD.md): device time from CUDA events after warm-up. Before
 every timed call an L2 flush over a buffer of max(256 MiB, 4 x L2) bytes
-evicts the operands, so no call finds its data L2-resident. The flush
-reads the buffer (OPRT_BENCH_FLUSH=read, the default), which leaves L2
-holding clean lines: a flush that writes it (OPRT_BENCH_FLUSH=write, as
-triton's do_bench does) leaves up to a whole L2 of dirty lines (60 MB on
-the H200) whose write-back to DRAM the next call pays for, which on the
-H200 added up to 10 us to a ~35 us call. When enqueueing a call takes the
+evicts the operands, so no call finds its data L2-resident. Every row is
+timed under two conditions (CONDITIONS), which differ in that flush only:
+"clean" reads the buffer, which leaves L2 holding clean lines; "dirty"
+writes it, as triton's do_bench does, which leaves up to a whole L2 of
+dirty lines (60 MB on the H200) whose write-back to DRAM the next call pays
+for, as a kernel does after a producer kernel in a real model (on the H200
+that added up to 10 us to a ~35 us call). When enqueueing a call takes the
 host longer than the flush takes the GPU (measured during warm-up), a spin
 kernel (torch.cuda._sleep) after the flush keeps the GPU busy until the
 call is enqueued, so host time stays out of the event interval; the flag
@@ -105,23 +106,53 @@ class Timing:
         return dict(self.__dict__)
 
 
+# The conditions a CUDA call is timed under, and the flush that makes each
+# (see the module docstring). The CPU has one condition: nothing is flushed.
+CONDITIONS = ("clean", "dirty")
+FLUSH_OF_CONDITION = {"clean": "read", "dirty": "write"}
+CPU_CONDITION = "cpu"
+
+
 def _is_cuda(device) -> bool:
     return torch.device(device).type == "cuda"
 
 
 def measure(fns: Dict[str, Callable], device, config: TimingConfig | None = None,
-            flush_l2: bool = True) -> Dict[str, Timing]:
-    """Median time per call of each callable, measured interleaved."""
+            flush: str | None = "read") -> Dict[str, Timing]:
+    """Median time per call of each callable, measured interleaved. CUDA:
+    `flush` is the L2 flush before every timed call ("read", "write", or
+    None for none); the CPU ignores it."""
     config = config or TimingConfig()
     gc_was_enabled = gc.isenabled()
     gc.disable()  # a collection inside a timed batch would land on one side only
     try:
         if _is_cuda(device):
-            return _measure_cuda(fns, torch.device(device), config, flush_l2)
+            return _measure_cuda(fns, torch.device(device), config, flush)
         return _measure_cpu(fns, config)
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def conditions_for(device, requested: str = "both") -> tuple:
+    """The conditions to time on `device`: on CUDA the requested one
+    ("clean" or "dirty") or both; on the CPU its only one, whatever was
+    requested (nothing is flushed there)."""
+    if not _is_cuda(device):
+        return (CPU_CONDITION,)
+    if requested == "both":
+        return CONDITIONS
+    if requested not in CONDITIONS:
+        raise ValueError(f"condition must be one of {', '.join(CONDITIONS)} or both, not {requested!r}")
+    return (requested,)
+
+
+def measure_conditions(fns: Dict[str, Callable], device, config: TimingConfig | None,
+                       conditions: Sequence[str], measure_fn: Callable = measure) -> Dict[str, Dict[str, Timing]]:
+    """{condition: {name: Timing}}: the callables measured together (as
+    measure() does) under each condition in turn."""
+    return {condition: measure_fn(fns, device, config, flush=FLUSH_OF_CONDITION.get(condition))
+            for condition in conditions}
 
 
 def _measure_cpu(fns, config: TimingConfig) -> Dict[str, Timing]:
@@ -159,31 +190,31 @@ def l2_cache_bytes(device) -> int:
     return int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
 
 
-def flush_mode() -> str:
-    mode = os.environ.get("OPRT_BENCH_FLUSH", "read")
-    if mode not in ("read", "write"):
-        raise ValueError(f"OPRT_BENCH_FLUSH must be 'read' or 'write', not {mode!r}")
-    return mode
-
-
 def _device_key(device: torch.device) -> int:
     return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def flush_buffer_bytes(device) -> int:
+    """The L2 flush's buffer: max(256 MiB, 4 x L2)."""
+    return max(256 * 2**20, 4 * l2_cache_bytes(device))
 
 
 def _flush_buffer(device: torch.device) -> torch.Tensor:
     key = _device_key(device)
     if key not in _FLUSH_BUFFERS:
-        size = max(256 * 2**20, 4 * l2_cache_bytes(device))
-        _FLUSH_BUFFERS[key] = torch.zeros(size // 4, dtype=torch.float32, device=device)
+        _FLUSH_BUFFERS[key] = torch.zeros(flush_buffer_bytes(device) // 4, dtype=torch.float32, device=device)
     return _FLUSH_BUFFERS[key]
 
 
-def l2_flush(device: torch.device) -> Callable[[], None]:
-    """The flush run before every timed call (see the module docstring)."""
+def l2_flush(device: torch.device, mode: str) -> Callable[[], None]:
+    """The flush run before every timed call: "read" or "write" of the
+    flush buffer (see the module docstring)."""
     buffer = _flush_buffer(device)
-    if flush_mode() == "write":
+    if mode == "write":
         return buffer.zero_
-    return lambda: buffer.sum()  # the 4-byte result is all it writes
+    if mode == "read":
+        return lambda: buffer.sum()  # the 4-byte result is all it writes
+    raise ValueError(f"L2 flush must be 'read' or 'write', not {mode!r}")
 
 
 _SPIN_CYCLES_PER_US: dict = {}
@@ -209,10 +240,11 @@ def _event_ms(work: Callable, count: int) -> float:
     return start.elapsed_time(end) / count
 
 
-def _measure_cuda(fns, device: torch.device, config: TimingConfig, flush_l2: bool) -> Dict[str, Timing]:
+def _measure_cuda(fns, device: torch.device, config: TimingConfig, flush_mode: str | None) -> Dict[str, Timing]:
     names = list(fns)
+    flush_l2 = flush_mode is not None
     with torch.cuda.device(device):
-        flush = l2_flush(device) if flush_l2 else (lambda: None)
+        flush = l2_flush(device, flush_mode) if flush_l2 else (lambda: None)
         # Warm-up; also the host-side time of one call (launch overhead).
         host_call = {}
         for name in names:
@@ -262,7 +294,7 @@ def _measure_cuda(fns, device: torch.device, config: TimingConfig, flush_l2: boo
             lead_s = flush_s if flush_l2 else median * 1e-6
             host_bound = host_call[name] > 0.8 * lead_s
             result[name] = Timing(median, q[0], q[2], reps,
-                                  "cuda-events" + (f"+l2-flush-{flush_mode()}" if flush_l2 else ""), host_bound)
+                                  "cuda-events" + (f"+l2-flush-{flush_mode}" if flush_l2 else ""), host_bound)
         return result
 
 
@@ -276,7 +308,7 @@ def measure_copy_ceiling(device, nbytes: int | None = None, config: TimingConfig
     src = torch.empty(nbytes // 4, dtype=torch.float32, device=device).uniform_(-1, 1)  # no zeros
     dst = torch.empty_like(src)
     # Far larger than L2, so no flush is needed (and none would be fair).
-    timing = measure({"copy": lambda: dst.copy_(src)}, device, config, flush_l2=False)["copy"]
+    timing = measure({"copy": lambda: dst.copy_(src)}, device, config, flush=None)["copy"]
     if not torch.equal(dst, src):
         raise RuntimeError("copy ceiling: torch copy_ produced a wrong result")
     moved = 2 * src.numel() * 4

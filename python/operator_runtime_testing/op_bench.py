@@ -8,13 +8,16 @@ a PerformanceResult.
 
 from __future__ import annotations
 
+from typing import Callable, Dict, Sequence
+
 import torch
 
 import operator_runtime as oprt
 from operator_runtime import BackendUnavailableError
 from operator_runtime.ops import DESCRIPTIONS
-from operator_runtime_testing.benchmark import BenchCase, TimingConfig, case_grid, measure, measure_host_overhead
-from operator_runtime_testing.performance import PerformanceResult, dtype_name, min_bytes_moved
+from operator_runtime_testing.benchmark import (BenchCase, Timing, TimingConfig, case_grid, conditions_for, measure,
+                                                measure_conditions, measure_host_overhead)
+from operator_runtime_testing.performance import PerformanceResult, dtype_name, min_bytes_moved, time_field
 
 OPS = tuple(DESCRIPTIONS)
 
@@ -129,9 +132,11 @@ def make_result(bench, case, backend, device, **kw) -> PerformanceResult:
 
 
 def run_case(bench: OpBench, case: BenchCase, backend: str, device, ceiling_gbps: float | None,
-             config: TimingConfig, torch_compile: bool = False) -> PerformanceResult:
-    """Check ours (both paths) against float64, then time ours and torch."""
-    cuda = torch.device(device).type == "cuda"
+             config: TimingConfig, torch_compile: bool = False, conditions: Sequence[str] | None = None,
+             measure_fn: Callable = measure) -> PerformanceResult:
+    """Check ours (both paths) against float64, then time ours and torch
+    under each of `conditions` (default: every one `device` has)."""
+    conditions = conditions or conditions_for(device)
     result = make_result(bench, case, backend, device, ceiling_gbps=ceiling_gbps)
     inputs = bench.make_inputs(case, device)
     out = bench.make_out(case, inputs)
@@ -173,17 +178,21 @@ def run_case(bench: OpBench, case: BenchCase, backend: str, device, ceiling_gbps
             fns["compile"] = lambda: compiled(*inputs)
         except Exception as error:  # optional column: report, keep the rest of the row
             result.message = f"torch.compile failed: {type(error).__name__}: {error}"[:200]
-    timings = measure(fns, device, config, flush_l2=cuda)
-    result.prepared_us = timings["prepared"].median_us
-    result.call_us = timings["call"].median_us
-    result.torch_us = timings["torch"].median_us
-    if "compile" in timings:
-        result.torch_compile_us = timings["compile"].median_us
-    result.timing = {name: t.to_dict() for name, t in timings.items()}
-    if any(t.host_bound for t in timings.values()):
-        result.message = "host-bound: some device times may include launch gaps"
+    record_timings(result, measure_conditions(fns, device, config, conditions, measure_fn))
     prepared.destroy()
     return result
+
+
+def record_timings(result: PerformanceResult, timings: Dict[str, Dict[str, Timing]]) -> None:
+    """Put {condition: {implementation: Timing}} into the row's time fields."""
+    result.conditions = list(timings)
+    result.timing = {condition: {name: t.to_dict() for name, t in per_name.items()}
+                     for condition, per_name in timings.items()}
+    for condition, per_name in timings.items():
+        for name, t in per_name.items():
+            setattr(result, time_field(name, condition), t.median_us)
+    if any(t.host_bound for per_name in timings.values() for t in per_name.values()):
+        result.message = "host-bound: some device times may include launch gaps"
 
 
 def host_overhead(bench: OpBench, backend: str, device, calls: int = 2000) -> dict:

@@ -2,8 +2,11 @@
 one backend. It measures the copy-bandwidth ceiling, then per case checks
 ours (both paths) against a float64 reference, times ours (prepared and out
 of place) and torch, prints one row per case and a summary; --json, --csv
-and --plot write every row. See operator_runtime_testing/benchmark.py for
-the method. tests/run_ops.py runs the same benchmark (its --mode bench).
+and --plot write every row. On CUDA every row is timed under a clean and a
+dirty L2 (--condition picks one), and --cross-check compares a few cases
+with triton's do_bench (operator_runtime_testing/cross_check.py). See
+operator_runtime_testing/benchmark.py for the method. tests/run_ops.py runs
+the same benchmark (its --mode bench).
 
 Exit status: 0 all good; 1 a benchmark case was wrong or raised; 2 bad
 arguments or the backend cannot run here; 3 nothing failed but some
@@ -21,11 +24,13 @@ import torch
 
 from operator_runtime import backend_unavailable_reason
 from operator_runtime.ops import DESCRIPTIONS
-from operator_runtime_testing import op_bench
-from operator_runtime_testing.benchmark import (TimingConfig, cpu_busy_fraction, device_info, flush_mode,
+from operator_runtime_testing import cross_check, op_bench
+from operator_runtime_testing.benchmark import (CONDITIONS, FLUSH_OF_CONDITION, TimingConfig, conditions_for,
+                                                cpu_busy_fraction, device_info, flush_buffer_bytes,
                                                 measure_copy_ceiling)
 from operator_runtime_testing.performance import (BUSY_LIMIT, NOISY_SPREAD, PerformanceResult, TableFormatter,
-                                                  dtype_name, speedup_summary, write_csv, write_json)
+                                                  condition_summary, dtype_name, speedup_summary, write_csv,
+                                                  write_json)
 
 PROG = "operator_runtime"
 OPS = tuple(DESCRIPTIONS)
@@ -46,6 +51,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-time", type=float, default=0.2, help="seconds of timed calls per measurement")
     p.add_argument("--host-calls", type=int, default=2000, help="calls for the host-overhead row (0: skip)")
     p.add_argument("--torch-compile", action="store_true", help="CUDA: also time torch.compile of torch's op")
+    p.add_argument("--condition", choices=CONDITIONS + ("both",), default="both",
+                   help="CUDA: time each row after an L2 flush that leaves clean lines (a read), dirty lines "
+                        "(a write, as after a producer kernel), or both (the default); the CPU has one condition")
+    p.add_argument("--cross-check", action="store_true",
+                   help="CUDA: also time a few large cases with triton.testing.do_bench and compare its medians "
+                        "with ours under the dirty condition (needs triton)")
     p.add_argument("--json", metavar="PATH", help="write every benchmark row (and the ceiling) as JSON")
     p.add_argument("--csv", metavar="PATH", help="write every benchmark row as CSV")
     p.add_argument("--plot", metavar="FILE.png",
@@ -116,12 +127,14 @@ def select_cases(op, args, device_type):
     return [c for c in cases if not (c.gpu_only and device_type == "cpu")], len(gpu_only)
 
 
-def run_bench(ops, backend, device_type, args):
-    config = TimingConfig(min_time=args.min_time)
-    device = torch.device(device_type)
-    info = device_info(device)
-    print(f"[bench] backend {backend} on {info['name']} ({device}); torch {info['torch']}", flush=True)
-    if device_type == "cpu":
+CONDITION_TEXT = {"clean": "clean (the flush reads: L2 left holding clean lines)",
+                  "dirty": "dirty (the flush writes: the call pays the write-back of up to a whole L2 of dirty "
+                           "lines, as after a producer kernel; as triton's do_bench)"}
+
+
+def describe_setup(device, info: dict, conditions, config: TimingConfig) -> dict:
+    """Print the machine, the conditions and the copy ceiling (measured now); returns the ceiling."""
+    if device.type == "cpu":
         info["background_busy"] = busy = cpu_busy_fraction()
         llc = info.get("llc_bytes")
         if llc:
@@ -130,15 +143,23 @@ def run_bench(ops, backend, device_type, args):
         if busy is not None and busy > BUSY_LIMIT:
             print(f"[bench] WARNING: other processes kept {100 * busy:.0f}% of the CPUs busy just before this "
                   "run; CPU timings will be slow and noisy", flush=True)
+        print("[bench] one timing condition on the CPU: nothing is flushed, caches stay warm as in a loop "
+              "(--condition applies to CUDA only)", flush=True)
     ceiling = measure_copy_ceiling(device, config=config)
     print(f"[bench] copy ceiling (torch copy_ of {ceiling['buffer_bytes'] / 2**20:.0f} MiB, read+write, "
           f"measured now): {ceiling['gbps']:.1f} GB/s (median {ceiling['median_us']:.0f} us)", flush=True)
-    if device_type == "cuda":
-        info["l2_flush"] = flush_mode()
-        print(f"[bench] L2 flushed before every timed call by a {info['l2_flush']} of a large buffer "
-              "(OPRT_BENCH_FLUSH=read|write; see operator_runtime_testing/benchmark.py)", flush=True)
+    if device.type == "cuda":
+        info["l2_flush"] = {"buffer_bytes": flush_buffer_bytes(device),
+                            **{c: FLUSH_OF_CONDITION[c] for c in conditions}}
+        print(f"[bench] L2 flushed before every timed call over {info['l2_flush']['buffer_bytes'] / 2**20:.0f} "
+              "MiB; conditions: " + ", ".join(CONDITION_TEXT[c] for c in conditions)
+              + ("; cells read clean/dirty" if len(conditions) > 1 else ""), flush=True)
+    return ceiling
 
-    plan, notes, unavailable = [], [], []
+
+def plan_cases(ops, args, device_type) -> tuple[list, list]:
+    """([(op, cases)], notes)."""
+    plan, notes = [], []
     for op in ops:
         try:
             cases, skipped = select_cases(op, args, device_type)
@@ -149,6 +170,20 @@ def run_bench(ops, backend, device_type, args):
         if skipped:
             notes.append(f"{op}: skipped {skipped} GPU-only case(s) on the CPU")
         plan.append((op, cases))
+    return plan, notes
+
+
+def run_bench(ops, backend, device_type, args):
+    config = TimingConfig(min_time=args.min_time)
+    device = torch.device(device_type)
+    conditions = conditions_for(device, args.condition)
+    do_bench = cross_check.require_do_bench(device_type) if args.cross_check else None
+    info = device_info(device)
+    info["conditions"] = list(conditions)
+    print(f"[bench] backend {backend} on {info['name']} ({device}); torch {info['torch']}", flush=True)
+    ceiling = describe_setup(device, info, conditions, config)
+    plan, notes = plan_cases(ops, args, device_type)
+    unavailable, overheads, extra = [], {}, {}
 
     def meta(complete: bool) -> dict:
         return {"backend": backend, "device": info, "copy_ceiling": ceiling, "host_overhead_us": overheads,
@@ -156,10 +191,9 @@ def run_bench(ops, backend, device_type, args):
 
     names = [c.name for _, cases in plan for c in cases]
     total, done = len(names), 0
-    table = TableFormatter(names, with_compile=args.torch_compile,
-                           tbps=device_type == "cuda")
+    table = TableFormatter(names, with_compile=args.torch_compile, tbps=device_type == "cuda",
+                           conditions=conditions)
     results: list[PerformanceResult] = []
-    overheads = {}
     print("\n" + table.header(), flush=True)
     for op, cases in plan:
         bench = op_bench.bench_for(op)
@@ -181,7 +215,8 @@ def run_bench(ops, backend, device_type, args):
             done += 1
             print(f"[{done}/{total}] {op} {case.name} {dtype_name(case.dtype)}", file=sys.stderr, flush=True)
             try:
-                row = op_bench.run_case(bench, case, backend, device, ceiling["gbps"], config, args.torch_compile)
+                row = op_bench.run_case(bench, case, backend, device, ceiling["gbps"], config, args.torch_compile,
+                                        conditions)
             except Exception as error:
                 row = op_bench.make_result(bench, case, backend, device, status="error",
                                         message=f"{type(error).__name__}: {error}".splitlines()[0][:160])
@@ -199,9 +234,12 @@ def run_bench(ops, backend, device_type, args):
                 notes.append(f"{op}: host-overhead measurement failed: {type(error).__name__}: {error}")
             if args.json:
                 write_json(args.json, results, meta(complete=False))
-
-    print_summary(results, overheads, notes, device_type)
-    write_outputs(args, results, meta(complete=True))
+    if do_bench is not None:
+        extra["cross_check"] = run_cross_check(ops, backend, device, config, args, do_bench, unavailable)
+    print_summary(results, overheads, notes, device_type, conditions)
+    if "cross_check" in extra:
+        print(f"[summary] {extra['cross_check']['verdict']['text']}")
+    write_outputs(args, results, meta(complete=True), extra)
     if any(r.status in ("wrong", "error") for r in results):
         return 1
     if unavailable:
@@ -212,9 +250,29 @@ def run_bench(ops, backend, device_type, args):
     return 0
 
 
-def write_outputs(args, results, meta: dict) -> None:
+def run_cross_check(ops, backend, device, config, args, do_bench, unavailable) -> dict:
+    """--cross-check: one large case per selected op (the first few ops),
+    whatever --quick/--case chose; --dtype still applies."""
+    cases_by_op = {}
+    for op in ops:
+        if op in unavailable:
+            continue
+        cases = op_bench.benchmark_cases(op)
+        cases_by_op[op] = [c for c in cases if not args.dtype or dtype_name(c.dtype) in args.dtype]
+    plan, left_out = cross_check.cross_check_plan(cases_by_op)
+    print(f"\n[cross-check] ours (prepared) and torch eager: this harness's dirty-condition median against "
+          f"triton.testing.do_bench's, {len(plan)} case(s)"
+          + (f"; left out (at most {cross_check.MAX_CASES} ops): {', '.join(left_out)}" if left_out else ""),
+          flush=True)
+    result = cross_check.run_cross_check(plan, op_bench.bench_for, backend, device, config, do_bench,
+                                         log=lambda line: print(line, flush=True))
+    result["left_out"] = left_out
+    return result
+
+
+def write_outputs(args, results, meta: dict, extra: dict | None = None) -> None:
     if args.json:
-        write_json(args.json, results, meta)
+        write_json(args.json, results, meta, extra)
         print(f"[bench] wrote {args.json}")
     if args.csv:
         write_csv(args.csv, results)
@@ -230,23 +288,32 @@ def _x(value):
     return "-" if value is None else f"{value:.2f}x"
 
 
-def print_summary(results, overheads, notes, device_type):
+def _summary_line(op_rows, condition: str) -> str:
+    s = condition_summary(op_rows, condition)
+    eager, compiled, ceiling = s["speedup"], s["compile_speedup"], s["ceiling_fraction"]
+    line = (f"{s['measured']:>3} measured  vs torch: min {_x(eager['min'])}  median {_x(eager['median'])}  "
+            f"max {_x(eager['max'])}")
+    if compiled["median"] is not None:
+        line += (f"  | vs compile: min {_x(compiled['min'])}  median {_x(compiled['median'])}  "
+                 f"max {_x(compiled['max'])}")
+    if ceiling["median"] is not None:
+        line += f"  | ceiling median {100 * ceiling['median']:.0f}%"
+    timed = [r for r in op_rows if r.us("call", condition) and r.us("prepared", condition)]
+    if timed:  # how much the out-of-place path costs on top of prepared
+        ratios = [r.us("call", condition) / r.us("prepared", condition) for r in timed]
+        line += f"  | call/prepared median {statistics.median(ratios):.2f}"
+    return line
+
+
+def print_summary(results, overheads, notes, device_type, conditions=("cpu",)):
     print("\n[summary] speedup = peer time / our prepared time (>1: ours faster); peers: torch eager"
           " (out= form), torch.compile (with --torch-compile)")
+    labelled = len(conditions) > 1 or conditions[0] != "cpu"
     for op, s in speedup_summary(results).items():
-        line = (f"  {op:<11} {s['measured']:>3} measured  vs torch: min {_x(s['min_speedup'])}  median "
-                f"{_x(s['median_speedup'])}  max {_x(s['max_speedup'])}")
-        compiled = s["compile_speedup"]
-        if compiled["median"] is not None:
-            line += (f"  | vs compile: min {_x(compiled['min'])}  median {_x(compiled['median'])}  "
-                     f"max {_x(compiled['max'])}")
-        ceiling = s["ceiling_fraction"]
-        if ceiling["median"] is not None:
-            line += f"  | ceiling median {100 * ceiling['median']:.0f}%"
-        ok = [r for r in results if r.op == op and r.status == "ok" and r.call_us]
-        if ok:  # how much the out-of-place path costs on top of prepared
-            line += f"  | call/prepared median {statistics.median(r.call_us / r.prepared_us for r in ok):.2f}"
-        print(line)
+        ok = [r for r in results if r.op == op and r.status == "ok"]
+        for i, condition in enumerate(conditions):
+            label = f"{op if i == 0 else '':<11}" + (f" {condition:<5}" if labelled else "")
+            print(f"  {label} {_summary_line(ok, condition)}")
         for problem in s["not_ok"]:
             print(f"      {problem}")
     noisy = [r for r in results if r.status == "ok" and r.noisy]
@@ -292,4 +359,16 @@ def main(args) -> int:
         require_matplotlib()
     ops = selected_ops(args.op)
     backend, device_type = resolve_backend(args.backend, ops)
+    refuse_unavailable_cross_check(args, device_type)
     return run_bench(ops, backend, device_type, args)
+
+
+def refuse_unavailable_cross_check(args, device_type: str) -> None:
+    """Exit 2 before measuring anything if --cross-check cannot run here."""
+    if not args.cross_check:
+        return
+    try:
+        cross_check.require_do_bench(device_type)
+    except cross_check.CrossCheckUnavailable as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        sys.exit(2)
