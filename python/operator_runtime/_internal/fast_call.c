@@ -32,6 +32,11 @@ typedef int (*Execute3)(void*, void*, size_t, void*, void*, void*, void*, void*)
 
 enum { kMaxInputs = 3 };
 
+/* The version of this module's interface to operator.py (configure's
+ * arguments, the records it reads): operator.py ignores a module built from
+ * other sources, as a stale build folder may hold. */
+enum { kInterface = 2 };
+
 /* Set once by configure(). */
 static PyObject* calls;           /* the descriptor cache's call map: key -> _CallEntry */
 static PyObject* tensor_type;     /* torch.Tensor */
@@ -495,6 +500,8 @@ PyMODINIT_FUNC PyInit__fast_call(void) {
     if (*slots[i] == NULL) return NULL;
   }
   PyObject* module = PyModule_Create(&module_def);
-  if (module != NULL && PyModule_AddIntConstant(module, "MAX_INPUTS", kMaxInputs) < 0) Py_CLEAR(module);
+  if (module != NULL && (PyModule_AddIntConstant(module, "MAX_INPUTS", kMaxInputs) < 0 ||
+                         PyModule_AddIntConstant(module, "INTERFACE", kInterface) < 0))
+    Py_CLEAR(module);
   return module;
 }

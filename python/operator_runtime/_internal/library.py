@@ -133,13 +133,18 @@ def _extension_module(name: str):
     return None
 
 
+FAST_CALL_INTERFACE = 2  # fast_call.c's kInterface
+
+
 def fast_call_module():
     """The compiled fast path of the Python API (fast_call.c), or None when
-    it was not built (no Python headers at build time) or OPRT_FAST_CALL=0;
-    the same steps then run in Python."""
+    it was not built (no Python headers at build time), was built from other
+    sources (a stale build folder) or OPRT_FAST_CALL=0; the same steps then
+    run in Python."""
     if os.environ.get("OPRT_FAST_CALL", "1") == "0":
         return None
-    return _extension_module("_fast_call")
+    module = _extension_module("_fast_call")
+    return module if getattr(module, "INTERFACE", None) == FAST_CALL_INTERFACE else None
 
 
 def torch_build() -> str:
