@@ -204,6 +204,11 @@ def reduce_sum_fake(name, args):
                 a, b = s * seg, min(R, (s + 1) * seg)
                 out[:, s, :] = src[:, a:b, :].double().sum(1).to(out.dtype) if b > a else 0
         return run
+    if name == "scale_sums":
+        def run(sums, out, scale):
+            assert sums.dtype == torch.float32 and sums.is_contiguous() and isinstance(scale, float)
+            out.copy_((sums.double() * scale).float().to(out.dtype))
+        return run
     raise AssertionError(f"no fake for reduce_sum {name}")
 
 
@@ -383,6 +388,36 @@ def test_reduce_sum_plans(case, kind, keepdim):
         d = run_plan("reduce_sum", out, (src,), (dims, keepdim))
         expected = src.double().sum(dims, keepdim=keepdim) if dims else src.double()
         torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-3, msg=d.variant)
+
+
+BROADCAST_CASES = [  # (shape, strides, dims): reduced dims of stride 0, alone or beside real ones
+    ((2 ** 36 // 3, 3), (0, 1), (0,)),           # columns of one broadcast row: no staged copy
+    ((2 ** 20, 3), (0, 1), (0, 1)),               # a scalar: a broadcast and a real reduced dim
+    ((5, 2 ** 30), (1, 0), (1,)),                 # rows of one broadcast value each
+    ((7, 2 ** 20, 40), (40, 0, 1), (1,)),         # columns over batches
+    ((2 ** 20, 6, 40), (0, 40, 1), (0, 1)),       # a broadcast and a real reduced dim: columns
+    ((3, 2 ** 20, 50), (50, 0, 1), (1, 2)),       # ... rows
+    ((4, 2 ** 20, 5, 3), (3, 0, 12, 1), (1, 2)),  # staged (kept dims not coalescable in out's order)
+]
+
+
+@pytest.mark.parametrize("shape,strides,dims", BROADCAST_CASES, ids=str)
+def test_reduce_sum_broadcast_plans(shape, strides, dims):
+    """Broadcast reduced dims are dropped and the sums scaled by their size:
+    the workspace holds only the real elements' sums (never a staged copy of
+    the broadcast ones) and the result is the exact sum, rounded once."""
+    gen = make_generator(6)
+    real = [s if st else 1 for s, st in zip(shape, strides)]
+    src = torch.randn(real, generator=gen).as_strided(shape, strides)
+    for keepdim in (False, True):
+        out = _out_for(src, dims, keepdim, "sliced", gen)
+        d = run_plan("reduce_sum", out, (src,), (dims, keepdim))
+        count = math.prod(shape[k] for k in dims if strides[k] == 0)
+        expected = src.as_strided(real, strides).double().sum(dims, keepdim=keepdim) * count
+        if not keepdim:
+            expected = expected.reshape(out.shape)
+        assert d.workspace_size < 2 ** 20, (d.variant, d.workspace_size)
+        torch.testing.assert_close(out.double(), expected.float().double(), rtol=2 ** -22, atol=0, msg=d.variant)
 
 
 # -- the softmax family ---------------------------------------------------------------------------

@@ -40,7 +40,40 @@ struct Case {
   bool keepdim = false;
   View out;  // shape empty: contiguous, the shape torch.sum gives
   std::vector<std::pair<std::string, std::string>> tune;  // OPRT_TUNE_<name>=<value> at create (A/B forms)
+  float constant = 0;  // nonzero: every element of src is this value (accuracy cases, see main)
+  std::vector<int> dtypes = {OPRT_DTYPE_F32, OPRT_DTYPE_F16, OPRT_DTYPE_BF16};
 };
+
+// The float64 reference: out index -> (sum, sum of magnitudes), walking src
+// in index order. A reduced dim of stride 0 (broadcast) is walked once and
+// weighted by its size, so sums over 2^36 broadcast elements stay cheap.
+std::pair<std::vector<double>, std::vector<double>> reference(const Case& c, const std::vector<bool>& reduced,
+                                                              int dtype, const unsigned char* origin, size_t outputs) {
+  View walked = c.src;
+  walked.strides = strides_of(c.src);
+  double weight = 1;
+  for (size_t d = 0; d < walked.shape.size(); ++d)
+    if (reduced[d] && walked.strides[d] == 0) weight *= static_cast<double>(walked.shape[d]), walked.shape[d] = 1;
+  std::vector<double> sum(outputs, 0.0), magnitude(outputs, 0.0);
+  const std::vector<int64_t> offsets = offsets_of(walked);
+  const int nd = static_cast<int>(walked.shape.size());
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    size_t rest = i, out_index = 0, out_scale = 1;
+    for (int d = nd - 1; d >= 0; --d) {
+      const size_t size = static_cast<size_t>(walked.shape[static_cast<size_t>(d)]);
+      const size_t index = rest % size;
+      rest /= size;
+      if (!reduced[static_cast<size_t>(d)]) {
+        out_index += index * out_scale;
+        out_scale *= size;
+      }
+    }
+    const double x = decode(dtype, origin + offsets[i] * element_size(dtype));
+    sum[out_index] += weight * x;
+    magnitude[out_index] += weight * std::fabs(x);
+  }
+  return {sum, magnitude};
+}
 
 bool run(Case c, int dtype, uint32_t seed) {
   const auto start = std::chrono::steady_clock::now();
@@ -56,6 +89,8 @@ bool run(Case c, int dtype, uint32_t seed) {
 
   Buffer src(c.src, esize), out(c.out, esize);
   fill_random(src, dtype, seed);
+  if (c.constant != 0)
+    for (int64_t j = src.first; j < src.end; ++j) encode(dtype, c.constant, src.origin + j * esize);
   const oprt_tensor_view_t out_view = c_view(c.out, dtype, out.origin), src_view = c_view(c.src, dtype, src.origin);
   const Lifecycle run = run_lifecycle(
       c.tune,
@@ -71,29 +106,17 @@ bool run(Case c, int dtype, uint32_t seed) {
   const auto report = [&](const std::string& what) { return fail_case(c.name, dtype_name(dtype), run, what); };
   if (!run.failure.empty()) return report(run.failure);
 
-  // float64 reference: out index -> (sum, sum of magnitudes), walking src in index order.
-  std::vector<double> sum(static_cast<size_t>(offsets_of(View{out_shape}).size()), 0.0);
-  std::vector<double> magnitude(sum.size(), 0.0);
-  const std::vector<int64_t> src_offsets = offsets_of(c.src);
-  for (size_t i = 0; i < src_offsets.size(); ++i) {
-    size_t rest = i, out_index = 0, out_scale = 1;
-    for (int d = nd - 1; d >= 0; --d) {
-      const size_t size = static_cast<size_t>(c.src.shape[static_cast<size_t>(d)]);
-      const size_t index = rest % size;
-      rest /= size;
-      if (!reduced[static_cast<size_t>(d)]) {
-        out_index += index * out_scale;
-        out_scale *= size;
-      }
-    }
-    const double x = decode(dtype, src.origin + src_offsets[i] * esize);
-    sum[out_index] += x;
-    magnitude[out_index] += std::fabs(x);
-  }
+  const auto [sum, magnitude] =
+      reference(c, reduced, dtype, src.origin, static_cast<size_t>(offsets_of(View{out_shape}).size()));
+  // Random values: a few float32 roundings of the magnitudes. Constant ones
+  // (accuracy cases): every sum the same value, where a serial chain per
+  // thread drifts with its length; 8 float32 roundings of the sum bound a
+  // chain that grows with the log of the count.
+  const double accumulation = c.constant != 0 ? 8 * 0x1p-24 : 0x1p-21;
   const std::vector<int64_t> out_offsets = offsets_of(c.out);
   for (size_t i = 0; i < out_offsets.size(); ++i) {
     const double got = decode(dtype, out.origin + out_offsets[i] * esize), want = sum[i];
-    const double tolerance = roundoff(dtype) * std::fabs(want) + 0x1p-21 * magnitude[i];
+    const double tolerance = roundoff(dtype) * std::fabs(want) + accumulation * magnitude[i];
     if (!(std::fabs(got - want) <= tolerance))
       return report("out element " + std::to_string(i) + " is " + std::to_string(got) + ", expected " +
                     std::to_string(want));
@@ -107,6 +130,7 @@ bool run(Case c, int dtype, uint32_t seed) {
 
 int main() {
   if (!conversions_ok()) return 1;
+  const std::vector<int> wide = {OPRT_DTYPE_F32, OPRT_DTYPE_BF16};  // sums past float16's range
   const std::vector<Case> cases = {
       // (name, src {shape, strides, shift}, dims, keepdim, out {shape, strides, shift})
       {"rows-many", {{600, 257}}, {1}},
@@ -139,13 +163,27 @@ int main() {
       {"columns-cluster", {{4096, 256}}, {0}},
       {"columns-negative-stride", {{300, 48}, {-48, 1}}, {0}},
       // negative strides (a reversed view) and broadcast (stride-0) runs, on the rows, strided and split
-      // paths (float16 sums of 50003 values under 1 stay finite; a broadcast column sum drifts past this
-      // check: its threads add their rows serially)
+      // paths (float16 sums of 50003 values under 1 stay finite)
       {"rows-reversed", {{40, 301}, {-301, -1}}, {1}},
       {"strided-reversed-split", {{2, 40000}, {-40000, -1}}, {1}},
       {"strided-broadcast-split", {{3, 50003}, {2, 0}}, {1}},
       {"scalar-broadcast-split", {{50003}, {0}}, {0}},
       {"columns-reversed-columns", {{300, 48}, {48, -1}}, {0}},
+      // accuracy: sums of one value, within 8 float32 roundings (see run). Broadcast reduced dims (2^36
+      // elements, as tests/test_layouts.py sums on a GPU, and 2^31 over the split and cluster forms) and
+      // long real columns: clusters of 16 blocks down 16384 rows, in the whole-rows and the general
+      // loop, and 256 threads down 3 columns (their sums combined 8 at a time), where the serial chains
+      // of a thread and of the block's combine drifted 13 to 40 float32 roundings; float16 where the
+      // sums stay in its range
+      {"accuracy-columns-broadcast-2^36", {{22904744789, 3}, {0, 1}}, {0}, false, {}, {}, 0.1f, wide},
+      {"accuracy-columns-broadcast-cluster", {{1 << 20, 2048, 64}, {0, 64, 1}}, {0, 1}, false, {}, {}, 0.1f, wide},
+      {"accuracy-columns-broadcast-split", {{1 << 20, 2048, 64}, {0, 64, 1}}, {0, 1}, false, {},
+       {{"REDUCE_COLUMN_CLUSTER", "0"}}, 0.1f, wide},
+      {"accuracy-columns-broadcast-general-split", {{1 << 20, 2048, 40}, {0, 40, 1}}, {0, 1}, false, {},
+       {{"REDUCE_COLUMN_CLUSTER", "0"}}, 0.1f, wide},
+      {"accuracy-columns-long", {{16384, 120}}, {0}, false, {}, {}, 0.1f},
+      {"accuracy-columns-whole-long", {{16384, 128}}, {0}, false, {}, {}, 0.1f},
+      {"accuracy-columns-narrow", {{1 << 16, 3}}, {0}, false, {}, {}, 0.1f},
       {"zeros", {{5, 0, 3}}, {1}},
       {"empty", {{0, 7}}, {1}},
       {"no-dims", {{4, 5}}, {}},
@@ -171,7 +209,7 @@ int main() {
   bool ok = true;
   uint32_t seed = 1;
   for (const Case& c : cases)
-    for (int dtype : {OPRT_DTYPE_F32, OPRT_DTYPE_F16, OPRT_DTYPE_BF16}) ok = ok && run(c, dtype, seed++);
+    for (int dtype : c.dtypes) ok = ok && run(c, dtype, seed++);
   std::printf(ok ? "ok\n" : "FAILED\n");
   return ok ? 0 : 1;
 }

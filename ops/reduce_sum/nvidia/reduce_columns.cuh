@@ -18,6 +18,7 @@ namespace {
 
 constexpr int kColumnsThreads = 256;  // threads per block
 constexpr int kColumnUnroll = 4;      // rows of the tile in flight per thread
+constexpr int kColumnFold = 4;        // rounds a thread adds in registers between folds (see add_round)
 
 
 // ---- columns ----------------------------------------------------------------
@@ -29,7 +30,40 @@ struct ColumnsArgs {
   bool tiles_fastest;  // task order (column_task; tests: OPRT_TUNE_REDUCE_COLUMN_ORDER)
   float* partials;     // splits > 1, no cluster: [tile][split][tx * VEC]
   int64_t src_first, src_end;  // shifted: src's elements lie in [src + src_first, src + src_end)
+  double scale;        // the size of the broadcast reduced dims the plan dropped (1: none)
 };
+
+// A column's sum times the broadcast count (ColumnsArgs::scale): the product
+// in double, rounded once (adding the copies one by one drifted linearly).
+__device__ __forceinline__ float scaled(float sum, double scale) { return static_cast<float>(sum * scale); }
+
+// Adds one round of a thread's loads (kColumnUnroll rows, zeros where a row
+// is past the range) to its column sums. After every kColumnFold rounds,
+// and once at the end, the loops fold the sums into the thread's own slot
+// of shared memory (fold_rounds), so a thread's serial chain is
+// kColumnUnroll * kColumnFold + rounds / kColumnFold adds, not
+// kColumnUnroll * rounds: long columns keep float32's accuracy, with no
+// register to hold the second level. The fold points depend on the round
+// count only, the same in add_whole_rows and the general loop (bitwise the
+// same sums).
+template <class T, bool kWidened = false>
+__device__ __forceinline__ void add_round(float (&acc)[kVec16<T>], const Raw16 (&raw)[kColumnUnroll]) {
+  constexpr int VEC = kVec16<T>;
+#pragma unroll
+  for (int u = 0; u < kColumnUnroll; ++u) {
+    float x[VEC];
+    if constexpr (kWidened) raw_to_floats_widened<T>(raw[u], x);
+    else raw_to_floats<T>(raw[u], x);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) acc[e] += x[e];
+  }
+}
+
+template <int VEC>
+__device__ __forceinline__ void fold_rounds(float (&acc)[VEC], float* total) {
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) total[e] += acc[e], acc[e] = 0.0f;
+}
 
 // The 16-byte aligned vector at a, or where it reaches outside src's
 // elements [first, end), the part inside it (zeros elsewhere): the shifted
@@ -51,7 +85,8 @@ __device__ __forceinline__ Raw16 load_raw_within(const T* a, const T* first, con
 // workspace, no second kernel.
 template <class T>
 __device__ __forceinline__ void write_cluster_sums(T* out, const float* sums, int64_t width, int64_t col0,
-                                                   int64_t columns, int64_t out_offset, int64_t out_stride) {
+                                                   int64_t columns, int64_t out_offset, int64_t out_stride,
+                                                   double scale) {
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();  // every block's sums written
@@ -61,7 +96,7 @@ __device__ __forceinline__ void write_cluster_sums(T* out, const float* sums, in
   for (int64_t j = first + threadIdx.y * blockDim.x + threadIdx.x; j < last; j += threads) {
     float acc = *cluster.map_shared_rank(sums + j, 0);
     for (int r = 1; r < ranks; ++r) acc += *cluster.map_shared_rank(sums + j, r);
-    if (col0 + j < columns) out[out_offset + (col0 + j) * out_stride] = from_float<T>(acc);
+    if (col0 + j < columns) out[out_offset + (col0 + j) * out_stride] = from_float<T>(scaled(acc, scale));
   }
   cluster.sync();  // no block leaves while another reads its sums
 }
@@ -69,28 +104,29 @@ __device__ __forceinline__ void write_cluster_sums(T* out, const float* sums, in
 // The row loop of a thread whose VEC columns lie inside the rows, 16-byte
 // aligned, with one reduced dim of `stride` elements: no per-row checks but
 // in the last part round, kColumnUnroll loads in flight. p is the thread's
-// first row; it takes `rows` rows TY apart, in the order the general loop
-// adds them (the same sums, bitwise).
+// first row; it takes `rows` rows TY apart, in the rounds of the general
+// loop (the same sums, bitwise).
 template <class T>
-__device__ __forceinline__ void add_whole_rows(float (&acc)[kVec16<T>], const T* p, int64_t stride, int64_t rows,
-                                               int TY) {
-  constexpr int VEC = kVec16<T>, U = kColumnUnroll;
-  const auto add = [&](const Raw16& raw) {
-    float x[VEC];
-    raw_to_floats_widened<T>(raw, x);
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) acc[e] += x[e];
-  };
+__device__ __forceinline__ void add_whole_rows(float (&acc)[kVec16<T>], float* total, const T* p, int64_t stride,
+                                               int64_t rows, int TY) {
+  constexpr int U = kColumnUnroll;
   const int64_t jump = int64_t{TY} * stride;
+  int round = 0;
   int64_t k = 0;
   for (; k + U <= rows; k += U, p += U * jump) {
     Raw16 raw[U];  // all loads first (converted after: see Raw16)
 #pragma unroll
     for (int u = 0; u < U; ++u) raw[u] = load_raw(p + u * jump);
-#pragma unroll
-    for (int u = 0; u < U; ++u) add(raw[u]);
+    add_round<T, true>(acc, raw);
+    if (++round % kColumnFold == 0) fold_rounds(acc, total);
   }
-  for (; k < rows; ++k, p += jump) add(load_raw(p));
+  if (k < rows) {  // the last part round
+    Raw16 raw[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) raw[u] = k + u < rows ? load_raw(p + u * jump) : Raw16{};
+    add_round<T, true>(acc, raw);
+  }
+  fold_rounds(acc, total);
 }
 
 // kShifted: rows not 16-byte aligned (odd widths, a misaligned base). Each
@@ -103,8 +139,10 @@ __device__ __forceinline__ void add_whole_rows(float (&acc)[kVec16<T>], const T*
 // kWhole (never with kShifted): the row loop is add_whole_rows; launched
 // where every tile's columns are whole vectors inside the rows, 16-byte
 // aligned, and the reduced index is one dim (args.reduced_stride).
+// 16-bit kernels without shifts are held to 64 registers (4 blocks per SM;
+// the folds took them to 76 without spilling once held).
 template <class T, class Index, bool kShifted, bool kCluster, bool kWhole = false>
-__global__ void __launch_bounds__(kColumnsThreads, kCluster && !kShifted ? 5 : 1)
+__global__ void __launch_bounds__(kColumnsThreads, kCluster && !kShifted ? 5 : !kShifted && sizeof(T) == 2 ? 4 : 1)
 reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetCalc<1, Index> reduced,
                       ColumnsArgs args) {
   constexpr int VEC = kVec16<T>;
@@ -121,9 +159,10 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
     const int64_t col0 = tile * width + int64_t{tx} * VEC;
     const T* base = src + offsets[1] + col0;
     const bool full = args.vectors_ok && col0 + VEC <= args.columns;
+    float* total = partial + (ty * TX + tx) * VEC;  // this thread's own slot: its folded sums (see add_round)
     float acc[VEC];
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) acc[e] = 0.0f;
+    for (int e = 0; e < VEC; ++e) acc[e] = total[e] = 0.0f;
     const int64_t r0 = split * args.split_len, r1 = min(args.reduced, r0 + args.split_len);
     auto row_offset = [&](int64_t r) {
       if (args.reduced_stride != 0) return r * args.reduced_stride;
@@ -134,8 +173,9 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
     const int64_t step = int64_t{TY} * kColumnUnroll;
     if constexpr (kWhole) {
       const int64_t rows = r1 - r0 > ty ? (r1 - r0 - ty + TY - 1) / TY : 0;
-      add_whole_rows<T>(acc, base + (r0 + ty) * args.reduced_stride, args.reduced_stride, rows, TY);
+      add_whole_rows<T>(acc, total, base + (r0 + ty) * args.reduced_stride, args.reduced_stride, rows, TY);
     } else {  // (keep the braces: with `else for (...)` nvcc 13.0 dropped the unrolled loop after this one)
+      int round = 0;
       for (int64_t r = kShifted ? r0 : r0 + ty; r < r1; r += step) {
         Raw16 raw[kColumnUnroll];  // all loads first (converted after: see Raw16)
         if constexpr (kShifted) {
@@ -183,21 +223,24 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
             }
           }
         }
-#pragma unroll
-        for (int u = 0; u < kColumnUnroll; ++u) {
-          float x[VEC];
-          raw_to_floats<T>(raw[u], x);
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) acc[e] += x[e];
-        }
+        add_round<T>(acc, raw);
+        if (++round % kColumnFold == 0) fold_rounds(acc, total);
       }
+      fold_rounds(acc, total);
     }
-    // Combine the TY partial sums of each column in a fixed order.
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) partial[(ty * TX + tx) * VEC + e] = acc[e];
+    // Combine the TY partial sums of each column in a fixed order. TY is up
+    // to 256: past 8, rows ty < 8 first take rows ty + 8, ty + 16, ...,
+    // so no serial chain is longer than TY / 8 + 8 adds.
     __syncthreads();
+    if (TY > 8) {
+      if (ty < 8)
+        for (int y = ty + 8; y < TY; y += 8)
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) total[e] += partial[(y * TX + tx) * VEC + e];
+      __syncthreads();
+    }
     if (ty == 0) {
-      for (int y = 1; y < TY; ++y)
+      for (int y = 0; y < min(TY, 8); ++y)  // (acc is 0: every round was folded into partial)
 #pragma unroll
         for (int e = 0; e < VEC; ++e) acc[e] += partial[(y * TX + tx) * VEC + e];
       if constexpr (kCluster) {
@@ -210,11 +253,12 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
       } else {
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
-          if (col0 + e < args.columns) out[offsets[0] + (col0 + e) * args.out_stride] = from_float<T>(acc[e]);
+          if (col0 + e < args.columns)
+            out[offsets[0] + (col0 + e) * args.out_stride] = from_float<T>(scaled(acc[e], args.scale));
       }
     }
     if constexpr (kCluster)  // (a block per task: every block of the cluster gets here once)
-      write_cluster_sums(out, partial, width, tile * width, args.columns, offsets[0], args.out_stride);
+      write_cluster_sums(out, partial, width, tile * width, args.columns, offsets[0], args.out_stride, args.scale);
     __syncthreads();
   }
 }
@@ -253,7 +297,7 @@ __global__ void finish_columns_kernel(T* out, const float* partials, OffsetCalc<
     if (lane == 0) {
       int64_t offsets[2];
       planes.get(static_cast<Index>(plane), offsets);
-      out[offsets[0] + c * args.out_stride] = from_float<T>(acc);
+      out[offsets[0] + c * args.out_stride] = from_float<T>(scaled(acc, args.scale));
     }
   }
 }

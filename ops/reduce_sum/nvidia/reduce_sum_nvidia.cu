@@ -11,7 +11,9 @@
 //             widths), the vectors loaded aligned and shifted into place
 //             across lanes; columns_whole: tiles of whole 16-byte vectors
 //             and one reduced dim, a row loop with no per-row checks (a
-//             misaligned base at execute runs `columns`)
+//             misaligned base at execute runs `columns`); reduced dims of
+//             stride 0 (broadcast) are dropped and each sum scaled by their
+//             size at the output, one rounding (unbroadcast_dims)
 //   rows_dense  `rows` where every output is one contiguous run: a leaner
 //             kernel with 8 vectors in flight per thread
 //   rows_aligned  `rows_dense` where the kept dims are at most one and the
@@ -86,6 +88,7 @@ struct ReduceSumNvidia : oprt_descriptor {
   int tx = 32, ty = 8;           // columns: block shape
   int64_t columns = 0, col_tiles = 0, planes = 0, reduced_numel = 0;
   int64_t splits = 1, split_len = 0;
+  double scale = 1;              // columns: the size of the broadcast reduced dims dropped from `reduced`
   bool clustered = false;        // columns_cluster: a tile's splits are the blocks of one cluster
   bool whole = false;            // columns: the whole-rows loop (add_whole_rows) where src is aligned (final tx)
   bool early_finish = true;      // split: launch the finishing kernel early (tests: OPRT_TUNE_REDUCE_EARLY_FINISH=0)
@@ -109,6 +112,22 @@ StridedLayout<1> src_dims(const StridedLayout<2>& reduced, int count) {  // the 
   for (int d = 0; d < count; ++d) {
     const int64_t strides[1] = {reduced.strides[0][d]};
     l.push_dim(reduced.shape[d], strides);
+  }
+  return l;
+}
+
+// The reduced dims with a nonzero src stride (src strides), and in *scale
+// the product of the sizes of the others: a broadcast (stride-0) dim adds
+// each value `size` times, which the columns kernels do once, as one
+// rounded product at the output (a 2^36-element broadcast sum read one
+// element per column, not 2^36 in a serial chain).
+StridedLayout<1> unbroadcast_dims(const StridedLayout<2>& reduced, double* scale) {
+  StridedLayout<1> l;
+  *scale = 1;
+  for (int d = 0; d < reduced.ndim; ++d) {
+    const int64_t strides[1] = {reduced.strides[0][d]};
+    if (strides[0] == 0) *scale *= static_cast<double>(reduced.shape[d]);
+    else l.push_dim(reduced.shape[d], strides);
   }
   return l;
 }
@@ -199,7 +218,8 @@ void plan_columns(ReduceSumNvidia* d, const ReduceSumProblem& p, int element_siz
   d->ty = kColumnsThreads / d->tx;
   d->col_tiles = ceil_div(d->columns, int64_t{d->tx} * vec);
   d->planes = d->rows / d->columns;
-  d->reduced = src_dims(reduced, reduced.ndim);
+  d->reduced = unbroadcast_dims(reduced, &d->scale);
+  d->reduced_numel = d->reduced.numel();
   d->plane_layout = outer_dims(kept);
   // Column tiles start at multiples of VEC, so rows are 16-byte aligned
   // everywhere when the base is (checked at execute) and these strides are.
@@ -517,6 +537,7 @@ void launch_columns(const ReduceSumNvidia& d, T* out, const T* src, float* parti
   args.vectors_ok = d.rows_aligned && aligned16(src);
   args.tiles_fastest = d.tiles_fastest;
   args.partials = partials;
+  args.scale = d.scale;
   const int64_t tasks = d.planes * d.col_tiles * d.splits;
   const dim3 block(d.tx, d.ty);
   args.src_first = d.src_first;

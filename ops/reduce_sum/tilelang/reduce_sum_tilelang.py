@@ -17,7 +17,14 @@ to 0 (a second launch costs a few microseconds). columns leaves them to a
 second launch of the same kernel (input float32): there the same finish
 ran slower than the second launch (8192^2 bf16 over dim 0, in two forms of
 it). Every partition depends only on the shape, so results are bitwise
-reproducible.
+reproducible. A thread's accumulators are folded into a second level every
+FOLD rounds (rows: a register, columns: the thread's slot of shared
+memory), so its serial chain is FOLD + rounds / FOLD adds, not rounds.
+
+Reduced dims of stride 0 (broadcast) are dropped by the plan: the kernels
+sum the other reduced dims into float32 and scale_sums multiplies each sum
+by the dropped size, rounding once into out (a 2^36-element broadcast is
+neither a serial chain of 2^36 adds nor a staged copy of every element).
 
 Kernels (sizes T.dynamic):
   rows(src, out, vec, unroll)  one block of 256 threads per (row, segment); grid (M, S)
@@ -31,6 +38,7 @@ Kernels (sizes T.dynamic):
                              segment): a lane per `vec` columns, the 8
                              warps on interleaved rows, summed in shared
                              memory
+  scale_sums(sums, out, scale)  out = sums * scale (float32 sums, float64 scale)
 vec > 1 uses 16-byte loads and needs the row length (or C) to be a multiple
 of vec and the pointers 16-byte aligned; vec = 1 uses coalesced scalar loads.
 """
@@ -49,6 +57,7 @@ GROUP_ROW_LANES = (4, 8, 16, 32)  # group_rows: lanes per row (2 vectors each pe
 # loads in flight ran faster up to 8 (a sum of 64M elements to a scalar, bf16
 # and float32 alike).
 SPLIT_UNROLL = 8
+FOLD = 16  # rounds of loads a thread adds into its accumulators before folding them into the next level
 
 
 @T.macro
@@ -97,6 +106,7 @@ def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2, finish: bool
         """acc[0] of every thread = the sum of segment `seg` of `row`."""
         tx = T.get_thread_binding()
         part = T.alloc_local((slots * vec,), F32)
+        total = T.alloc_local((1,), F32)
         buf = T.alloc_local((unroll * vec,), src_dtype)
         if vec > 1:
             T.assume(N % vec == 0)
@@ -108,6 +118,7 @@ def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2, finish: bool
         end = T.min(N, start + seg_steps * step)
         for j in T.unroll(slots * vec):
             part[j] = T.float32(0)
+        total[0] = T.float32(0)
         for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
             if start + (k + 1) * step <= end:
                 for u in T.unroll(unroll):
@@ -122,9 +133,16 @@ def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2, finish: bool
                         if start + k * step + (u * threads + tx) * vec + v < end:
                             part[u % slots * vec + v] = part[u % slots * vec + v] + T.cast(
                                 src[row, start + k * step + (u * threads + tx) * vec + v], F32)
+            if k % FOLD == FOLD - 1:
+                acc[0] = T.float32(0)
+                for j in T.unroll(slots * vec):
+                    acc[0] = acc[0] + part[j]
+                    part[j] = T.float32(0)
+                total[0] = total[0] + acc[0]
         acc[0] = T.float32(0)
         for j in T.unroll(slots * vec):
             acc[0] = acc[0] + part[j]
+        acc[0] = total[0] + acc[0]
         block_sum(acc, red, tx, threads)
 
     if not finish:
@@ -278,6 +296,8 @@ def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4, slots: in
             for u in T.unroll(slots):
                 for v in T.unroll(vec):
                     part[u, v] = T.float32(0)
+            for v in T.unroll(vec):
+                red[warp, lane * vec + v] = T.float32(0)  # this thread's slot: the folded rounds, then its sums
             if c0 < C:
                 for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * unroll)):
                     if start + (k * unroll + unroll - 1) * lanes < end:
@@ -291,10 +311,15 @@ def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4, slots: in
                                 for v in T.unroll(vec):
                                     part[u % slots, v] = part[u % slots, v] + T.cast(
                                         src[b, start + (k * unroll + u) * lanes, c0 + v], F32)
+                    if k % FOLD == FOLD - 1:
+                        for v in T.unroll(vec):
+                            for u in T.unroll(slots):
+                                red[warp, lane * vec + v] = red[warp, lane * vec + v] + part[u, v]
+                                part[u, v] = T.float32(0)
             for v in T.unroll(vec):
                 for u in T.unroll(1, slots):
                     part[0, v] = part[0, v] + part[u, v]
-                red[warp, lane * vec + v] = part[0, v]
+                red[warp, lane * vec + v] = red[warp, lane * vec + v] + part[0, v]
             T.sync_threads()
             for i in T.serial(T.ceildiv(cols, threads)):
                 if i * threads + tx < cols and tile * cols + i * threads + tx < C:
@@ -304,6 +329,25 @@ def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4, slots: in
                     out[b, seg, tile * cols + i * threads + tx] = T.cast(part[0, 0], out_dtype)
 
     return sum_columns
+
+
+def scale_sums(out_dtype: str):
+    """out[b, c] = sums[b, c] * scale: float32 sums over the reduced dims the
+    plan kept, times the size of the broadcast ones it dropped, the product
+    in float64 (exact but for its own rounding) rounded once into out."""
+    threads = THREADS
+    B, C = T.dynamic("B C")
+    ob, oc = T.dynamic("ob oc", "int64")
+
+    @T.prim_func
+    def scale_sums_(sums: T.Tensor((B, C), F32), out: T.StridedTensor((B, C), (ob, oc), out_dtype),
+                    scale: T.float64):
+        with T.Kernel(T.ceildiv(B * C, threads), threads=threads) as bx:
+            i = bx * threads + T.get_thread_binding()
+            if i < B * C:
+                out[i // C, i % C] = T.cast(T.cast(T.cast(sums[i // C, i % C], "float64") * scale, F32), out_dtype)
+
+    return scale_sums_
 
 
 def variants():
@@ -327,6 +371,7 @@ def variants():
             out.append((f"columns_{d}_to_f32_v_slots2", columns, (d, F32, vector_width(d), 4, 2)))
         out.append((f"columns_{d}_to_f32_1", columns, (d, F32, 1)))
         out.append((f"columns_f32_to_{d}_1", columns, (F32, d, 1)))
+        out.append((f"scale_sums_{d}", scale_sums, (d,)))
     unique = {}
     for name, factory, args in out:
         unique.setdefault((factory.__name__, args), (name, factory, args))
@@ -401,6 +446,28 @@ def _plan_columns(p, src_dtype, out_dtype, B: int, R: int, C: int):
     return run, f"columns_split{S}"
 
 
+class _Sums:
+    """Where the kernels put their sums ([B, C], out's view `final`): out
+    itself, or where the plan dropped broadcast dims (scale > 1) float32
+    sums in the workspace, which finish() scales into out (scale_sums)."""
+
+    def __init__(self, p, out_dtype, scale: int, B: int, C: int):
+        self.scale, self.shape = scale, (B, C)
+        self.dtype = out_dtype if scale == 1 else torch.float32
+        if scale != 1:
+            self.name = f"sums{len(p.ws.regions)}"
+            p.ws.add(self.name, B * C, torch.float32)
+            self.regions = p.ws
+            self.kernel = p.kernel(scale_sums, (p.dtype_name(out_dtype),))
+
+    def target(self, final, ws):
+        return final if self.scale == 1 else self.regions.view(ws, self.name, self.shape)
+
+    def finish(self, final, ws):
+        if self.scale != 1:
+            self.kernel(self.regions.view(ws, self.name, self.shape), final, float(self.scale))
+
+
 def _out_strides_by_dim(src, out, dims, keepdim) -> list:
     """out's stride for every src dim (0 for reduced dims)."""
     strides, k = [], 0
@@ -436,6 +503,11 @@ def plan(p, out, inputs, params):
     r_shape, (r_src,) = p.coalesce([src.shape[d] for d in reduced], [[src.stride(d) for d in reduced]])
     if src.numel() == 0 or not r_shape:
         return _plan_degenerate(p, src, out, kept, kept_shape, out_by_dim)
+    scale = 1
+    if r_src[-1] == 0:  # the broadcast dims, coalesced into the last one: summed once, scaled (scale_sums)
+        scale = r_shape.pop()
+        r_src.pop()
+        r_shape, r_src = (r_shape, r_src) if r_shape else ([1], [1])
 
     k_shape, (k_src, k_out) = p.coalesce(kept_shape, [[src.stride(d) for d in kept], [out_by_dim[d] for d in kept]])
     M = math.prod(k_shape)
@@ -443,18 +515,30 @@ def plan(p, out, inputs, params):
     if len(r_shape) == 1 and r_src[0] == 1 and (not k_shape or (len(k_shape) == 1 and k_src[0] == r_shape[0])):
         N = r_shape[0]
         out_stride = k_out[0] if k_shape else 1
-        body, variant = _plan_rows(p, src.dtype, out.dtype, M, N)
-        return p.done(variant, lambda o, ins, ws: body(ins[0].as_strided((M, N), (N, 1)),
-                                                       o.as_strided((M,), (out_stride,)), ws))
+        sums = _Sums(p, out.dtype, scale, M, 1)
+        body, variant = _plan_rows(p, src.dtype, sums.dtype, M, N)
+
+        def run_rows(o, ins, ws):
+            out2 = o.as_strided((M, 1), (out_stride, 1))
+            body(ins[0].as_strided((M, N), (N, 1)), sums.target(out2, ws)[:, 0], ws)
+            sums.finish(out2, ws)
+
+        return p.done(variant, run_rows)
     # columns: one reduced dim of stride C over [B, C] kept dims
     if len(r_shape) == 1 and k_shape and k_src[-1] == 1 and r_src[0] == k_shape[-1] and (
             len(k_shape) == 1 or (len(k_shape) == 2 and k_src[0] == r_shape[0] * k_shape[-1])):
         C, R = k_shape[-1], r_shape[0]
         B = k_shape[0] if len(k_shape) == 2 else 1
         ob = k_out[0] if len(k_shape) == 2 else 0
-        body, variant = _plan_columns(p, src.dtype, out.dtype, B, R, C)
-        return p.done(variant, lambda o, ins, ws: body(ins[0].as_strided((B, R, C), (R * C, C, 1)),
-                                                       o.as_strided((B, 1, C), (ob, 0, k_out[-1])), ws))
+        sums = _Sums(p, out.dtype, scale, B, C)
+        body, variant = _plan_columns(p, src.dtype, sums.dtype, B, R, C)
+
+        def run_columns(o, ins, ws):
+            out2 = o.as_strided((B, C), (ob, k_out[-1]))
+            body(ins[0].as_strided((B, R, C), (R * C, C, 1)), sums.target(out2, ws).unsqueeze(1), ws)
+            sums.finish(out2, ws)
+
+        return p.done(variant, run_columns)
 
     # staged: gather src as [kept (out's order), reduced] into the workspace, then rows
     ko_shape, (ko_out, ko_src) = p.coalesce(kept_shape, [[out_by_dim[d] for d in kept], [src.stride(d) for d in kept]])
@@ -467,18 +551,18 @@ def plan(p, out, inputs, params):
         p.ws.add("out", M, out.dtype)
         scatter = p.strided_copy(out.dtype, out.dtype, ko_shape, p.contiguous_strides(ko_shape), ko_out)
     out_stride = ko_out[0] if ko_shape else 1
-    body, variant = _plan_rows(p, src.dtype, out.dtype, M, N)
+    sums = _Sums(p, out.dtype, scale, M, 1)
+    body, variant = _plan_rows(p, src.dtype, sums.dtype, M, N)
     regions = p.ws
 
     def run(o, ins, ws):
         staged = regions.view(ws, "src", (M, N))
         gather(ins[0], staged)
-        if out_direct:
-            body(staged, o.as_strided((M,), (out_stride,)), ws)
-        else:
-            result = regions.view(ws, "out", (M,))
-            body(staged, result, ws)
-            scatter(result, o)
+        result = o.as_strided((M, 1), (out_stride, 1)) if out_direct else regions.view(ws, "out", (M, 1))
+        body(staged, sums.target(result, ws)[:, 0], ws)
+        sums.finish(result, ws)
+        if not out_direct:
+            scatter(result[:, 0], o)
 
     return p.done(variant + "+staged", run)
 
