@@ -112,7 +112,10 @@ class Bench:
 #   reduction    a sum's tolerance, growing with the count of terms
 #   normalized   softmax-like: relative error growing with sqrt(row length)
 #   log          log-softmax-like: absolute error growing with sqrt(row length)
-ACCURACY_KINDS = ("exact", "elementwise", "reduction", "normalized", "log")
+#   scaled       a few accumulation eps of the description's error_scale, per
+#                element (a difference of large terms: softmax's gradients),
+#                plus the dtype's rounding of the result
+ACCURACY_KINDS = ("exact", "elementwise", "reduction", "normalized", "log", "scaled")
 
 
 @dataclass
@@ -120,8 +123,9 @@ class GradContext:
     """What an op's backward sees of its forward call: the inputs it saved
     (``Backward.saves``; None for the others), every input's shape and
     dtype, the params as the runtime normalizes them, which inputs need a
-    gradient, and ``ops``: the runtime's public functions (``ops.mul``,
-    ``ops.copy_``, ...), which the formula computes with."""
+    gradient, ``ops``: the runtime's public functions (``ops.mul``,
+    ``ops.copy_``, ...), which the formula computes with, and the op's
+    output where it saved that ("out" in ``Backward.saves``; else None)."""
 
     saved: tuple
     shapes: tuple
@@ -129,6 +133,7 @@ class GradContext:
     params: tuple
     needs_input_grad: tuple
     ops: Any = None
+    output: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -137,7 +142,9 @@ class Backward:
 
     formula(ctx, grad_out) returns one gradient (or None) per input; saves:
     the names of the inputs whose values it reads (the others keep only
-    their shape and dtype, so nothing else stays alive)."""
+    their shape and dtype, so nothing else stays alive), and "out" where it
+    reads the op's output (softmax's gradient is a function of its output,
+    which torch saves too)."""
 
     formula: Callable
     saves: tuple = ()
@@ -164,7 +171,7 @@ class OpDescription:
     flops_per_element: int = 0
     flops_count: str = "out"         # "out" or "input": the elements flops scale with
     accuracy: str = "elementwise"
-    error_scale: Callable | None = None   # (inputs, ref64) -> what errors are measured against
+    error_scale: Callable | None = None   # (inputs, ref64, **params) -> what errors are measured against
     special_values: str | None = None     # "elementwise" or "rows": the special-value test that applies
     cases: tuple = ()
     error_cases: tuple = ()

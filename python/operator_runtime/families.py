@@ -4,7 +4,9 @@ dtype), their test cases, error cases and benchmark shapes.
 - elementwise: out[i] = f(inputs[i]...), inputs broadcast to a common shape,
   one dtype for inputs and out (relu, vector_add, mul);
 - along_dim: a function of the whole of one dim, out shaped like src
-  (softmax, log_softmax).
+  (softmax, log_softmax);
+- along_dim_backward: the same of two inputs of one shape, grad and the
+  forward's output (softmax_backward, log_softmax_backward).
 """
 
 from __future__ import annotations
@@ -57,14 +59,28 @@ def along_dim_plan(name: str):
     return plan
 
 
+def along_dim_backward_plan(name: str):
+    """out shaped like grad and output (one shape, one dtype), a function of
+    the whole of dim ``dim`` of both."""
+
+    def plan(out, grad, output, dim=-1):
+        if output.dtype != grad.dtype:
+            raise TypeError(f"{name}: grad ({grad.dtype}) and output ({output.dtype}) must share a dtype")
+        if output.shape != grad.shape:
+            raise ValueError(f"{name}: grad {tuple(grad.shape)} and output {tuple(output.shape)} must share a shape")
+        dim = normalize_dim(name, dim, grad.dim())
+        return Plan((grad, output), (dim,), tuple(grad.shape), grad.dtype)
+
+    return plan
+
+
 # The host-overhead cases: tiny tensors, so the time is the call's own.
 UNARY_TINY = Bench("tiny_16", [(16,)])
 BINARY_TINY = Bench("tiny_16", [(16,), (16,)])
-# softmax-like backwards (a row reduction of grad * out, then elementwise)
-# are not yet built: they need new along-dim layer instances on every backend.
-ALONG_DIM_NO_BACKWARD = ("its backward needs new instances of the row-reduction (along-dim) layer on every "
-                         "backend, which are not built yet")
 ALONG_DIM_TINY = Bench("tiny_4x16", [(4, 16)], params={"dim": -1})
+ALONG_DIM_BACKWARD_TINY = Bench("tiny_4x16", [(4, 16), (4, 16)], params={"dim": -1})
+# The backward ops' own gradient (double backward of softmax-like ops).
+SECOND_ORDER_NO_BACKWARD = "a gradient of a softmax-like op's gradient (double backward) is not built"
 
 
 # -- elementwise cases ------------------------------------------------------------
@@ -246,6 +262,57 @@ def along_dim_cases() -> tuple:
     )
 
 
+def along_dim_backward_cases() -> tuple:
+    """along_dim_cases with grad and output in the case's layout, and cases
+    where the two inputs differ (one of them strided along the dim, or
+    neither laid out as out)."""
+    same = tuple(Case(c.name, [c.shapes[0]] * 2, [c.layouts[0]] * 2, params=c.params, out_layout=c.out_layout)
+                 for c in along_dim_cases())
+    return same + (
+        Case("output_transposed", [(6, 7, 5)] * 2, ["contiguous", "transposed"], params={"dim": -1}),
+        Case("grad_transposed_dim0", [(70, 65)] * 2, ["transposed", "contiguous"], params={"dim": 0}),
+        Case("grad_expanded_output_sliced", [(4, 5, 6)] * 2, ["expanded", "sliced"], params={"dim": 1}),
+        Case("inputs_offset_out_mixed", [(3, 4, 70)] * 2, ["offset", "mixed"], out_layout="mixed",
+             params={"dim": -1}),
+        Case("columns_dim0", [(9, 200)] * 2, params={"dim": 0}),
+        Case("medium_columns_offset", [(300, 130)] * 2, ["offset", "contiguous"], out_layout="offset",
+             params={"dim": 0}),
+    )
+
+
+def along_dim_backward_error_cases() -> tuple:
+    f16 = torch.float16
+
+    def two(*shape, device, dtype=torch.float32):
+        return randn(*shape, device=device, dtype=dtype), randn(*shape, device=device, dtype=dtype, seed=1)
+
+    def out_overlaps_grad(device):
+        base = randn(4, 6, device=device)
+        return base[:, 1:], base[:, :5], randn(4, 5, device=device), 1
+
+    return (
+        ErrorCase("dim_too_large", lambda d: (*two(2, 3, device=d), 2), "op", ValueError, "out of range"),
+        ErrorCase("dim_too_negative", lambda d: (*two(2, 3, device=d), -3), "op", ValueError, "out of range"),
+        ErrorCase("dim_not_int", lambda d: (*two(2, 3, device=d), 1.0), "op", TypeError, "dim"),
+        ErrorCase("int_inputs", lambda d: (torch.ones(2, 3, dtype=torch.int32, device=d),) * 2, "op", TypeError,
+                  "dtype"),
+        ErrorCase("dtype_mismatch", lambda d: (randn(2, 3, device=d), randn(2, 3, device=d, dtype=f16)), "op",
+                  TypeError, "dtype"),
+        ErrorCase("shape_mismatch", lambda d: (randn(2, 3, device=d), randn(1, 3, device=d)), "op", ValueError,
+                  "shape"),
+        ErrorCase("output_not_tensor", lambda d: (randn(2, device=d), (1.0, 2.0)), "op", TypeError, "torch.Tensor"),
+        ErrorCase("out_dtype_mismatch", lambda d: (randn(2, 3, device=d, dtype=f16), *two(2, 3, device=d)), "op_",
+                  TypeError, "dtype"),
+        ErrorCase("out_wrong_shape", lambda d: (randn(3, 2, device=d), *two(2, 3, device=d)), "op_", ValueError,
+                  "shape"),
+        ErrorCase("out_partially_overlaps_grad", out_overlaps_grad, "op_", ValueError, "overlap"),
+        ErrorCase("out_expanded", lambda d: (randn(1, 5, device=d).expand(4, 5), *two(4, 5, device=d)), "op_",
+                  ValueError, "overlaps itself"),
+        ErrorCase("prepare_dim_out_of_range", lambda d: (randn(2, 3, device=d), *two(2, 3, device=d), 5), "prepare",
+                  ValueError, "out of range"),
+    )
+
+
 def along_dim_error_cases() -> tuple:
     f16 = torch.float16
 
@@ -295,3 +362,9 @@ def along_dim_benchmarks() -> tuple:
         Bench("large_16384x16384", [(16384, 16384)], params=last, gpu_only=True),
         Bench("odd_16384x12289", [(16384, 12289)], (F32, BF16), params=last, gpu_only=True),
     )
+
+
+def along_dim_backward_benchmarks() -> tuple:
+    """along_dim_benchmarks with grad and output of the same shape."""
+    return tuple(Bench(b.name, [b.shapes[0]] * 2, b.dtypes, b.quick, b.params, b.layout, b.gpu_only)
+                 for b in along_dim_benchmarks())

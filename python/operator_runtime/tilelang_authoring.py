@@ -17,6 +17,8 @@ them. An op built on a shared layer is an instance of it:
 
   Unary, Binary     out[i] = fn(inputs[i]...) (copy is COPY, the identity)
   SoftmaxFamily     ops from each row's max and sum of exp, by their epilogue
+  RowSumFamily      ops of two inputs from each row's sum of a term of both
+                    (softmax's gradients), by their epilogue
 """
 
 from ._internal.tilelang_device import (DTYPES, F32, MAX_GRID_Y, NEG_INF, PASS_CONFIGS, RESIDENT_BLOCKS,
@@ -25,7 +27,7 @@ from ._internal.tilelang_device import (DTYPES, F32, MAX_GRID_Y, NEG_INF, PASS_C
                                         segments, term_under_neg_inf_max, tuned_off, vector_width, warp_max,
                                         warp_sum, with_bounds_trusted, with_denormals_flushed, with_stores_lowered)
 from ._internal.tilelang_elementwise import COPY, Binary, Unary, identity
-from ._internal.tilelang_softmax import SoftmaxFamily
+from ._internal.tilelang_softmax import RowSumFamily, SoftmaxFamily
 
 __all__ = [
     # constants and launch geometry
@@ -37,5 +39,5 @@ __all__ = [
     "warp_sum", "warp_max", "block_sum", "block_max", "column_tile", "load_column_round",
     "fast_exp", "scaled", "exp_term", "term_under_neg_inf_max", "rescale",
     # shared layers
-    "Unary", "Binary", "COPY", "identity", "SoftmaxFamily",
+    "Unary", "Binary", "COPY", "identity", "SoftmaxFamily", "RowSumFamily",
 ]

@@ -66,13 +66,18 @@ def _describe(index, actual, expected) -> str:
     return f"at {where}: actual {actual[where].item()!r}, expected {expected[where].item()!r}"
 
 
+def _text(atol) -> str:
+    return f"{atol:.3g}" if isinstance(atol, float) else "per element"
+
+
 def assert_close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype | None = None, *,
-                 rtol: float | None = None, atol: float | None = None, msg: str = "") -> None:
+                 rtol: float | None = None, atol: float | torch.Tensor | None = None, msg: str = "") -> None:
     """Checks `actual` (in `dtype`) against a float64 reference.
 
     NaN positions must match exactly, infinities must match exactly (after
     rounding the reference to `dtype`, so overflow to inf is expected), and
-    finite elements must satisfy |actual - expected| <= atol + rtol*|expected|.
+    finite elements must satisfy |actual - expected| <= atol + rtol*|expected|
+    (atol a float, or a float64 CPU tensor of actual's shape: per element).
     """
     prefix = f"{msg}: " if msg else ""
     dtype = actual.dtype if dtype is None else dtype
@@ -109,7 +114,7 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtyp
         worst = torch.where(too_far, error - bound, torch.full_like(a, -1.0)).argmax()
         worst_index = tuple(int(i) for i in torch.unravel_index(worst, a.shape)) if a.dim() else ()
         raise AssertionError(
-            f"{prefix}{len(bad)} of {a.numel()} elements differ beyond rtol={rtol:.3g}, atol={atol:.3g} "
+            f"{prefix}{len(bad)} of {a.numel()} elements differ beyond rtol={rtol:.3g}, atol={_text(atol)} "
             f"({dtype}); worst {_describe(worst_index, a, e)}, |error| {error[worst_index].item():.4g}; "
             f"first {_describe(bad[0], a, e)}")
 

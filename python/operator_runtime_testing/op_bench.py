@@ -112,7 +112,7 @@ class OpBench:
         """What errors are measured against (float64, ref's shape): the
         reference itself unless the description says otherwise."""
         scale = self.description.error_scale
-        return ref if scale is None else scale(inputs, ref)
+        return ref if scale is None else scale(inputs, ref, **case.params)
 
     def probe(self, backend, device) -> str | None:
         """None if ours runs this op on `backend`, else why not."""

@@ -1,6 +1,6 @@
 // AVX2 helpers for the CPU kernels: eight-wide loads/stores that widen and
-// narrow every storage type (plain and non-temporal), and an exp for
-// arguments <= 0.
+// narrow every storage type (plain and non-temporal), and exp (one for
+// arguments <= 0, one for any).
 #ifndef OPRT_COMMON_CPU_VECTOR_MATH_H_
 #define OPRT_COMMON_CPU_VECTOR_MATH_H_
 
@@ -61,6 +61,15 @@ inline __m256 exp8_nonpositive(__m256 x) {
   p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
   const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
   return _mm256_andnot_ps(underflow, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
+}
+
+// exp(x) for any x: exp8_nonpositive of -|x|, inverted where x > 0 (about
+// 3 ulp; inf past ~87.3, where exp(-x) flushes to 0); NaN stays NaN.
+inline __m256 exp8(__m256 x) {
+  const __m256 e = exp8_nonpositive(_mm256_or_ps(x, _mm256_set1_ps(-0.0f)));
+  const __m256 positive = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ);
+  const __m256 r = _mm256_blendv_ps(e, _mm256_div_ps(_mm256_set1_ps(1.0f), e), positive);
+  return _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 
 inline float horizontal_max(__m256 v) {

@@ -125,14 +125,16 @@ def register(description, forms: dict, ops) -> None:
 
 def _register_backward(description, ops) -> None:
     """The functional op's autograd from the description's Backward: the
-    forward keeps the inputs it names, every input's shape and dtype and
-    the planned params; the formula gets them as a GradContext."""
+    forward keeps the inputs it names (and its output, where it names
+    "out"), every input's shape and dtype and the planned params; the
+    formula gets them as a GradContext."""
     count, backward = len(description.inputs), description.backward
-    saves = tuple(description.inputs.index(name) for name in backward.saves)
+    saves_output = "out" in backward.saves
+    saves = tuple(description.inputs.index(name) for name in backward.saves if name != "out")
 
     def setup_context(ctx, inputs, output):
         tensors = inputs[:count]
-        ctx.save_for_backward(*(tensors[i] for i in saves))
+        ctx.save_for_backward(*(tensors[i] for i in saves), *((output,) if saves_output else ()))
         ctx.shapes = tuple(tuple(t.shape) for t in tensors)
         ctx.dtypes = tuple(t.dtype for t in tensors)
         ctx.params = description.plan(None, *tensors, *_runtime_params(inputs[count:])).params
@@ -141,8 +143,9 @@ def _register_backward(description, ops) -> None:
         saved = [None] * count
         for i, tensor in zip(saves, ctx.saved_tensors):
             saved[i] = tensor
+        output = ctx.saved_tensors[-1] if saves_output else None
         grad_context = GradContext(tuple(saved), ctx.shapes, ctx.dtypes, ctx.params,
-                                   tuple(ctx.needs_input_grad[:count]), ops)
+                                   tuple(ctx.needs_input_grad[:count]), ops, output)
         grads = tuple(backward.formula(grad_context, grad))
         return grads + (None,) * len(description.params)
 

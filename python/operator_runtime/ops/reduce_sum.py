@@ -47,7 +47,7 @@ def _torch_dims(src, dim):
     return tuple(range(src.dim())) if dim is None else dim
 
 
-def _error_scale(inputs, ref):
+def _error_scale(inputs, ref, **params):
     """A sum of n random terms is about sqrt(n) * mean|x| in size; where the
     exact sum cancels to less, errors count against that instead, so an
     accurate result is not blamed for the cancellation (one element missed

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import torch
 
-from ..description import OpDescription, Param
-from ..families import (ALONG_DIM_NO_BACKWARD, ALONG_DIM_TINY, along_dim_benchmarks, along_dim_cases,
-                        along_dim_error_cases, along_dim_plan)
+from ..description import Backward, OpDescription, Param
+from ..families import ALONG_DIM_TINY, along_dim_benchmarks, along_dim_cases, along_dim_error_cases, along_dim_plan
+
+
+def _backward(ctx, grad):
+    """The gradient output * (grad - sum(grad * output)) along dim, by the runtime's
+    softmax_backward, from the output (saved, as torch saves it)."""
+    return (ctx.ops.softmax_backward(grad, ctx.output, ctx.params[0]),)
+
 
 DESCRIPTION = OpDescription(
     name="softmax",
@@ -26,5 +32,5 @@ DESCRIPTION = OpDescription(
     error_cases=along_dim_error_cases(),
     tiny=ALONG_DIM_TINY,
     benchmarks=along_dim_benchmarks(),
-    no_backward_reason=ALONG_DIM_NO_BACKWARD,
+    backward=Backward(_backward, saves=("out",)),
 )
