@@ -30,8 +30,8 @@ from operator_runtime._internal.tilelang_backend import TileLangBackend, plan_de
 from operator_runtime._internal.tilelang_elementwise import Binary, Unary  # noqa: E402
 from operator_runtime._internal.tilelang_kernels import discovered_ops, kernel_file, load_kernels  # noqa: E402
 from operator_runtime._internal.tilelang_planning import Planner  # noqa: E402
-from operator_runtime._internal.tilelang_softmax import (CLUSTER_ROWS, ROW_SUM_WARP_MAX, RowSumFamily,  # noqa: E402
-                                                          SoftmaxFamily)
+from operator_runtime._internal.tilelang_row_sum import ROW_SUM_WARP_MAX, RowSumFamily  # noqa: E402
+from operator_runtime._internal.tilelang_softmax import CLUSTER_ROWS, SoftmaxFamily  # noqa: E402
 from operator_runtime.errors import BackendUnavailableError, OperatorRuntimeError  # noqa: E402
 from operator_runtime.ops import DESCRIPTIONS  # noqa: E402
 from operator_runtime_testing import make_generator, make_out  # noqa: E402
@@ -218,7 +218,8 @@ def reduce_sum_fake(name, args):
     raise AssertionError(f"no fake for reduce_sum {name}")
 
 
-FAKES = {"tilelang_elementwise": elementwise_fake, "tilelang_softmax": softmax_fake, "reduce_sum": reduce_sum_fake}
+FAKES = {"tilelang_elementwise": elementwise_fake, "tilelang_softmax": softmax_fake, "tilelang_row_sum": softmax_fake,
+         "reduce_sum": reduce_sum_fake}
 
 
 class FakeTable:

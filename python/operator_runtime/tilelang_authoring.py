@@ -27,7 +27,8 @@ from ._internal.tilelang_device import (DTYPES, F32, MAX_GRID_Y, NEG_INF, PASS_C
                                         segments, term_under_neg_inf_max, tuned_off, vector_width, warp_max,
                                         warp_sum, with_bounds_trusted, with_denormals_flushed, with_stores_lowered)
 from ._internal.tilelang_elementwise import COPY, Binary, Unary, identity
-from ._internal.tilelang_softmax import RowSumFamily, SoftmaxFamily
+from ._internal.tilelang_row_sum import RowSumFamily
+from ._internal.tilelang_softmax import SoftmaxFamily
 
 __all__ = [
     # constants and launch geometry

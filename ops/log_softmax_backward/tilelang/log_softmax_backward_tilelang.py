@@ -1,7 +1,7 @@
 """log_softmax_backward on TileLang: g - exp(y) * sum(g) along a dim, in
 float32 and rounded once, as torch's _log_softmax_backward_data; an
 instance of the softmax family's two-input kernels
-(python/operator_runtime/_internal/tilelang_softmax.py: a warp or a block
+(python/operator_runtime/_internal/tilelang_row_sum.py: a warp or a block
 per row; other layouts staged).
 
 exp(y) is the accurate expf: y is any input here, and exp(y) scales the

@@ -24,7 +24,7 @@ Module layering, each importing only those below it:
   tilelang_pieces       problems past int32 indexing, in pieces
   tilelang_planning     Planner, descriptors, workspace, layout helpers
   tilelang_kernels      kernel files by convention, compiled-kernel table
-  tilelang_elementwise, tilelang_softmax
+  tilelang_elementwise, tilelang_softmax, tilelang_row_sum
                         the shared layers (kernels and their planning)
   tilelang_device       device helpers, compile settings (a leaf)
 Kernel files import operator_runtime.tilelang_authoring alone, which
