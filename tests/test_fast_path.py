@@ -497,6 +497,24 @@ def test_fast_call_extension_is_built(engine_path):
     assert library.fast_call_module() is not None
 
 
+def test_tensor_access_serves_only_the_torch_it_was_built_for(engine_path, monkeypatch):
+    """The _tensor_access extension is C++ built against one torch: under
+    any other (another version or build), or with OPRT_TENSOR_ACCESS=0, it
+    is not used, and fast_call.c reads tensors through Python."""
+    from operator_runtime._internal import library
+    if engine_path != "native":
+        pytest.skip("checked once")
+    if library._extension_module("_tensor_access") is None:
+        pytest.skip("the _tensor_access extension is not built (no torch at configure time, or CAMP_SANITIZE)")
+    monkeypatch.delenv("OPRT_TENSOR_ACCESS", raising=False)
+    assert library.tensor_access_api() is not None
+    monkeypatch.setattr(library, "torch_build", lambda: "0.0.0/another-build")
+    assert library.tensor_access_api() is None
+    monkeypatch.undo()
+    monkeypatch.setenv("OPRT_TENSOR_ACCESS", "0")
+    assert library.tensor_access_api() is None
+
+
 def _bool_spelled(params: tuple) -> tuple:
     """params with every 0/1 int (also inside tuples) spelled as a bool."""
     def spell(v):
