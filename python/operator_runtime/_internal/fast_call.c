@@ -54,24 +54,22 @@ static const oprt_tensor_access* tensor_reads;
 static PyObject *s_dtype, *s_shape, *s_stride, *s_device, *s_data_ptr, *s_handle, *s_used, *s_native,
     *s_new_out, *s_check, *s_is_neg, *s_version, *s_requires_grad;
 
+/* A new reference's truth as a flag (1 or 0; -1 when it is NULL: an error). */
+static int take_flag(PyObject* value) {
+  if (value == NULL) return -1;
+  const int flag = value == Py_True;
+  Py_DECREF(value);
+  return flag;
+}
+
 /* Whether autograd would have to record a call on t: t requires grad and
  * grad mode is on (Python then refuses it, or runs the registered operator).
  * 1: yes, 0: no, -1: error. */
 static int needs_grad(PyObject* t) {
   int required = tensor_reads ? tensor_reads->requires_grad(t) : -1;
-  if (required < 0) {
-    PyObject* requires = PyObject_GetAttr(t, s_requires_grad);
-    if (requires == NULL) return -1;
-    required = requires == Py_True;
-    Py_DECREF(requires);
-  }
-  if (!required) return 0;
-  if (tensor_reads) return tensor_reads->grad_enabled();
-  PyObject* enabled = PyObject_CallNoArgs(grad_enabled);
-  if (enabled == NULL) return -1;
-  const int on = enabled == Py_True;
-  Py_DECREF(enabled);
-  return on;
+  if (required < 0) required = take_flag(PyObject_GetAttr(t, s_requires_grad));
+  if (required <= 0) return required;
+  return tensor_reads ? tensor_reads->grad_enabled() : take_flag(PyObject_CallNoArgs(grad_enabled));
 }
 
 /* tuple(map(type, params)), plus each tuple param's element types when a
@@ -115,12 +113,7 @@ static int put_signature(PyObject* key, Py_ssize_t at, PyObject* t) {
   const int grad = needs_grad(t);
   if (grad != 0) return -1;
   int negative = tensor_reads ? tensor_reads->is_neg(t) : -1;
-  if (negative < 0) {
-    PyObject* neg = PyObject_CallMethodNoArgs(t, s_is_neg);
-    if (neg == NULL) return -1;
-    negative = neg == Py_True;
-    Py_DECREF(neg);
-  }
+  if (negative < 0) negative = take_flag(PyObject_CallMethodNoArgs(t, s_is_neg));
   if (negative) return -1;
   PyObject* dtype = PyObject_GetAttr(t, s_dtype);
   if (dtype == NULL) return -1;

@@ -9,6 +9,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+import torch
+
 from ..errors import LibraryVersionError, OperatorRuntimeError
 
 LIBRARY_NAME = "liboperator_runtime.so"
@@ -149,7 +151,6 @@ def fast_call_module():
 
 def torch_build() -> str:
     """The running torch as _tensor_access records the one it was built for."""
-    import torch
     return f"{torch.__version__}/{torch.version.git_version}"
 
 

@@ -655,7 +655,7 @@ class PreparedOp:
     def _moved(state) -> bool:
         """Whether a prepared tensor changed (see _bound_state)."""
         for t, ptr, version, shape, stride in state[1:]:
-            if t.data_ptr() != ptr or (_version_of(t) != version or version is None) and \
+            if t.data_ptr() != ptr or (version is None or t._version != version) and \
                     (t.shape != shape or t.stride() != stride):
                 return True
         return False
