@@ -527,7 +527,8 @@ def _bool_spelled(params: tuple) -> tuple:
 def _key_cases(op, device):
     """(inputs, params, out, backend) calls of op for key comparisons: every
     small case of its description, without and with an out, params as given
-    and with 0/1 spelled as bools."""
+    and with 0/1 spelled as bools, and with the inputs in float16 (the same
+    shapes and strides in another dtype)."""
     description = DESCRIPTIONS[op]
     gen = make_generator(0)
     for case in description.cases:
@@ -542,19 +543,35 @@ def _key_cases(op, device):
         for p in dict.fromkeys([params, _bool_spelled(params)]):
             yield tuple(call.inputs), p, None, None
             yield tuple(call.inputs), p, call.out, "cpu"
+        half = tuple(torch.full((t.untyped_storage().nbytes() // t.element_size(),), 0.5, dtype=torch.float16,
+                                device=t.device).as_strided(t.shape, t.stride(), t.storage_offset())
+                     for t in call.inputs)
+        yield half, params, None, None
 
 
 @op_names
 def test_native_key_is_the_python_key(op, engine_path, backend, device):
-    """fast_call.c must build exactly operator.py's signature key, or the
-    entries one side records would never serve the other."""
+    """fast_call.c's signature key must tell calls apart exactly as
+    operator.py's does: reading tensors through Python it is the same tuple;
+    through _tensor_access it packs the tensors' part into bytes, and two
+    calls get equal keys exactly when their Python keys are equal."""
     if engine_path == "python":
         pytest.skip("compares the C key with the Python one")
     DESCRIPTOR_CACHE.clear()
     engine_op = operator(op)
+    pairs = []
     for inputs, params, out, name in _key_cases(op, device):
         key = engine._NATIVE_CALL(engine_op, out, inputs, params, name)  # nothing cached: the key comes back
-        assert type(key) is tuple and key == engine_op._call_key(out, inputs, params, name), (op, params)
+        python_key = engine_op._call_key(out, inputs, params, name)
+        assert type(key) is tuple, (op, params)
+        if engine_path == "native-python-reads":
+            assert key == python_key, (op, params)
+        else:
+            assert key[:4] == python_key[:4] and type(key[4]) is bytes and len(key) == 5, (op, params)
+        pairs.append((key, python_key))
+    for key, python_key in pairs:
+        for other, other_python in pairs:
+            assert (key == other) == (python_key == other_python), (op, python_key, other_python)
     # arguments without a key: None (the slow path explains them)
     call = _call(op, device, 0)
     params = DESCRIPTIONS[op].bound_params(call.params)

@@ -16,8 +16,11 @@
  *     None      the arguments have no key (not tensors, unhashable
  *               params): Python's slow path says what is wrong.
  *
- * The key is exactly the tuple operator.py's call() builds, so entries
- * recorded by either side serve both (tests/test_fast_path.py compares).
+ * Where it reads tensors through Python, the key is exactly the tuple
+ * operator.py's call() builds; through _tensor_access, the tensors'
+ * dtypes, shapes, strides and devices are packed into one bytes object
+ * instead, which is equal for exactly the same calls and several times
+ * cheaper to build (tests/test_fast_path.py compares both with Python's).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -35,7 +38,7 @@ enum { kMaxInputs = 3 };
 /* The version of this module's interface to operator.py (configure's
  * arguments, the records it reads): operator.py ignores a module built from
  * other sources, as a stale build folder may hold. */
-enum { kInterface = 2 };
+enum { kInterface = 3 };
 
 /* Set once by configure(). */
 static PyObject* calls;           /* the descriptor cache's call map: key -> _CallEntry */
@@ -103,18 +106,23 @@ static PyObject* param_types(PyObject* params) {
   return types;
 }
 
-/* Puts t's dtype, shape, stride() and device at key[at..at+3]. -1 with no
- * exception set for a tensor the slow path must see: torch's negative bit
- * (it has a plain tensor's signature; the slow path resolves or refuses
- * it), a subclass (fake tensors and the like take the registered operator)
- * or a gradient to record. */
-static int put_signature(PyObject* key, Py_ssize_t at, PyObject* t) {
-  if (Py_TYPE(t) != (PyTypeObject*)tensor_type && Py_TYPE(t) != (PyTypeObject*)parameter_type) return -1;
+/* Whether t may take the fast path: 1 yes; 0 for a tensor the slow path
+ * must see: torch's negative bit (it has a plain tensor's signature; the
+ * slow path resolves or refuses it), a subclass (fake tensors and the like
+ * take the registered operator) or a gradient to record; -1 on error. */
+static int plain_tensor(PyObject* t) {
+  if (Py_TYPE(t) != (PyTypeObject*)tensor_type && Py_TYPE(t) != (PyTypeObject*)parameter_type) return 0;
   const int grad = needs_grad(t);
-  if (grad != 0) return -1;
+  if (grad != 0) return grad < 0 ? -1 : 0;
   int negative = tensor_reads ? tensor_reads->is_neg(t) : -1;
   if (negative < 0) negative = take_flag(PyObject_CallMethodNoArgs(t, s_is_neg));
-  if (negative) return -1;
+  return negative < 0 ? -1 : !negative;
+}
+
+/* Puts t's dtype, shape, stride() and device at key[at..at+3]. -1 (with or
+ * without an exception) when t has no fast-path key (plain_tensor). */
+static int put_signature(PyObject* key, Py_ssize_t at, PyObject* t) {
+  if (plain_tensor(t) <= 0) return -1;
   PyObject* dtype = PyObject_GetAttr(t, s_dtype);
   if (dtype == NULL) return -1;
   PyTuple_SET_ITEM(key, at, dtype);
@@ -130,16 +138,49 @@ static int put_signature(PyObject* key, Py_ssize_t at, PyObject* t) {
   return 0;
 }
 
-/* (op, backend, params, types, per input: dtype, shape, stride, device,
- * then the same four of out unless out is None). */
+enum { kSignedDims = 16, kSignatureWords = 2 + 2 * kSignedDims };
+
+/* The inputs' and out's signatures read through tensor_reads, packed into
+ * one bytes object (each tensor's words begin with its dim count, so the
+ * packing is unambiguous). NULL with no exception where Python reads them
+ * instead (more inputs or dims than fit, no tensor_reads); NULL with
+ * *slow set when a tensor has no fast-path key. */
+static PyObject* packed_signatures(PyObject* out, PyObject* inputs, int* slow) {
+  const Py_ssize_t n = PyTuple_GET_SIZE(inputs);
+  if (tensor_reads == NULL || n > kMaxInputs) return NULL;
+  int64_t words[(kMaxInputs + 1) * kSignatureWords];
+  Py_ssize_t used = 0;
+  for (Py_ssize_t i = 0; i <= n; ++i) {
+    PyObject* t = i < n ? PyTuple_GET_ITEM(inputs, i) : out;
+    if (t == Py_None) break;
+    const int plain = plain_tensor(t);
+    if (plain <= 0) {
+      *slow = 1;
+      return NULL;
+    }
+    const Py_ssize_t count = tensor_reads->signature(t, words + used, kSignatureWords);
+    if (count < 0) return NULL;
+    used += count;
+  }
+  return PyBytes_FromStringAndSize((const char*)words, used * (Py_ssize_t)sizeof(int64_t));
+}
+
+/* The call's signature key: (op, backend, params, types, then the tensors'
+ * signatures), these as one bytes object of packed_signatures or, where
+ * Python reads them, as dtype, shape, stride() and device per input and out
+ * (out's unless it is None): the tuple operator.py's call() builds. NULL
+ * (with or without an exception) where the arguments have no key. */
 static PyObject* call_key(PyObject* op, PyObject* out, PyObject* inputs, PyObject* params, PyObject* backend) {
   if (!PyTuple_CheckExact(inputs) || !PyTuple_CheckExact(params)) return NULL;
   const Py_ssize_t n = PyTuple_GET_SIZE(inputs);
+  int slow = 0;
+  PyObject* packed = packed_signatures(out, inputs, &slow);
+  if (packed == NULL && (slow || PyErr_Occurred())) return NULL;
   PyObject* types = PyTuple_GET_SIZE(params) ? param_types(params) : PyTuple_New(0);
-  if (types == NULL) return NULL;
-  PyObject* key = PyTuple_New(4 + 4 * n + (out == Py_None ? 0 : 4));
+  PyObject* key = types ? PyTuple_New(4 + (packed ? 1 : 4 * n + (out == Py_None ? 0 : 4))) : NULL;
   if (key == NULL) {
-    Py_DECREF(types);
+    Py_XDECREF(types);
+    Py_XDECREF(packed);
     return NULL;
   }
   Py_INCREF(op);
@@ -149,6 +190,10 @@ static PyObject* call_key(PyObject* op, PyObject* out, PyObject* inputs, PyObjec
   Py_INCREF(params);
   PyTuple_SET_ITEM(key, 2, params);
   PyTuple_SET_ITEM(key, 3, types);
+  if (packed) {
+    PyTuple_SET_ITEM(key, 4, packed);
+    return key;
+  }
   for (Py_ssize_t i = 0; i < n; ++i) {
     if (put_signature(key, 4 + 4 * i, PyTuple_GET_ITEM(inputs, i)) < 0) goto fail;
   }
@@ -317,7 +362,8 @@ static PyObject* run_record(PyObject* entry, PyObject* record, PyObject* out, Py
     const long like = PyLong_AsLong(PyTuple_GET_ITEM(record, 3));
     PyObject* source = like >= 0 ? PyTuple_GET_ITEM(inputs, like) : NULL;
     if (source != NULL && Py_TYPE(source) == (PyTypeObject*)tensor_type) {  /* a subclass may override it */
-      out = PyObject_CallOneArg(empty_like, source);
+      out = tensor_reads ? tensor_reads->empty_like(source) : NULL;
+      if (out == NULL) out = PyObject_CallOneArg(empty_like, source);
     } else {
       out = PyObject_CallMethodNoArgs(entry, s_new_out);
     }

@@ -135,7 +135,7 @@ def _extension_module(name: str):
     return None
 
 
-FAST_CALL_INTERFACE = 2  # fast_call.c's kInterface
+FAST_CALL_INTERFACE = 3  # fast_call.c's kInterface
 
 
 def fast_call_module():
@@ -154,16 +154,21 @@ def torch_build() -> str:
     return f"{torch.__version__}/{torch.version.git_version}"
 
 
+TENSOR_ACCESS_INTERFACE = 2  # tensor_access.h's OPRT_TENSOR_ACCESS_INTERFACE
+
+
 def tensor_access_api():
     """The _tensor_access extension's reads of tensor state for fast_call.c
-    (a capsule), or None: not built, OPRT_TENSOR_ACCESS=0, or built against
-    another torch than the running one (its C++ ABI would not match)."""
+    (a capsule), or None: not built, OPRT_TENSOR_ACCESS=0, built from other
+    sources (a stale build folder), or built against another torch than the
+    running one (its C++ ABI would not match)."""
     if os.environ.get("OPRT_TENSOR_ACCESS", "1") == "0":
         return None
     try:
         module = _extension_module("_tensor_access")
     except ImportError:  # (built against a torch whose symbols this one lacks)
         return None
-    if module is None or module.TORCH_BUILD != torch_build():
+    if module is None or getattr(module, "INTERFACE", None) != TENSOR_ACCESS_INTERFACE or \
+            module.TORCH_BUILD != torch_build():
         return None
     return module.api
