@@ -96,3 +96,32 @@ def test_cross_check_on_the_cpu_is_refused_before_measuring(tmp_path):
     assert run.returncode == 2, run.stdout + run.stderr
     assert "--cross-check compares CUDA timings" in run.stderr
     assert "[bench]" not in run.stdout and not (tmp_path / "b.json").exists()
+
+
+def test_compile_refuses_a_bad_arch(tmp_path):
+    run = cli(tmp_path, "compile", "--arch", "90")
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "--arch '90'" in run.stderr and "sm_90" in run.stderr
+
+
+def _nvcc_found() -> bool:
+    cuda_bin = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin")
+    return any(os.path.exists(os.path.join(d, "nvcc")) for d in [cuda_bin, *os.environ.get("PATH", "").split(os.pathsep)])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tilelang") is None, reason="tilelang not installed")
+@pytest.mark.skipif(not _nvcc_found(), reason="nvcc not found (CUDA_HOME or PATH)")
+def test_compile_fills_the_tilelang_cache_once(tmp_path, monkeypatch):
+    """compile builds every variant of an op into $TILELANG_CACHE_DIR; a
+    second run finds them all there and writes nothing new."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(cache))
+    first = cli(tmp_path, "compile", "--arch", "sm_90", "--op", "relu", "--jobs", "2", timeout=600)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    done = [line for line in first.stdout.splitlines() if "variants compiled" in line]
+    assert done and done[0].split()[0].split("/")[0] == done[0].split()[0].split("/")[1] != "0", first.stdout
+    files = sorted(p.relative_to(cache) for p in cache.rglob("*") if p.is_file())
+    assert any(p.suffix == ".cubin" for p in files), files
+    second = cli(tmp_path, "compile", "--arch", "sm_90", "--op", "relu", "--jobs", "2", timeout=600)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert sorted(p.relative_to(cache) for p in cache.rglob("*") if p.is_file()) == files

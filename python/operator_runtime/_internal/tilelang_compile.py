@@ -46,33 +46,38 @@ def build(job, target: dict):
     return time.perf_counter() - start, ("uint4" in source or "float4" in source)
 
 
+def compile_variants(ops, target: dict, jobs: int, say=print) -> int:
+    """Compiles every variant of `ops` for `target` with `jobs` workers into
+    TileLang's disk cache, one line per variant; returns the failure count."""
+    todo = variant_jobs(ops)
+    say(f"tilelang {tilelang.__version__}: compiling {len(todo)} kernel variants for {target} "
+        f"with {jobs} workers; cache {os.environ.get('TILELANG_CACHE_DIR', '~/.tilelang/cache')}")
+    failures = 0
+    started = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+        futures = {pool.submit(build, job, target): job for job in todo}
+        for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
+            op, name, _, _ = futures[future]
+            try:
+                seconds, vectorized = future.result()
+                say(f"  ok   [{done}/{len(todo)}] {op:11s} {name:42s} {seconds:6.2f} s"
+                    f"{'  16-byte vectors' if vectorized else ''}")
+            except Exception as error:  # report every failure, then fail
+                failures += 1
+                say(f"  FAIL [{done}/{len(todo)}] {op:11s} {name:42s} "
+                    f"{type(error).__name__}: {str(error).splitlines()[-1:]}")
+    say(f"{len(todo) - failures}/{len(todo)} variants compiled in {time.perf_counter() - started:.1f} s")
+    return failures
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--arch", default="sm_90")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--op", action="append", default=[])
     args = parser.parse_args(argv)
-
-    target = {"kind": "cuda", "arch": args.arch}
-    jobs = variant_jobs(args.op or discovered_ops())
-    print(f"tilelang {tilelang.__version__}: compiling {len(jobs)} kernel variants for {target} "
-          f"with {args.jobs} workers; cache {os.environ.get('TILELANG_CACHE_DIR', '~/.tilelang/cache')}", flush=True)
-
-    failures = 0
-    started = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        futures = {pool.submit(build, job, target): job for job in jobs}
-        for future in concurrent.futures.as_completed(futures):
-            op, name, _, _ = futures[future]
-            try:
-                seconds, vectorized = future.result()
-                print(f"  ok   {op:11s} {name:42s} {seconds:6.2f} s{'  16-byte vectors' if vectorized else ''}",
-                      flush=True)
-            except Exception as error:  # report every failure, then fail
-                failures += 1
-                print(f"  FAIL {op:11s} {name:42s} {type(error).__name__}: {str(error).splitlines()[-1:]}",
-                      flush=True)
-    print(f"{len(jobs) - failures}/{len(jobs)} variants compiled in {time.perf_counter() - started:.1f} s")
+    failures = compile_variants(args.op or discovered_ops(), {"kind": "cuda", "arch": args.arch}, args.jobs,
+                                lambda line: print(line, flush=True))
     return 1 if failures else 0
 
 
