@@ -97,6 +97,37 @@ def test_fast_path_is_taken_and_matches_slow_path(op, named, device, resolves):
 
 
 @op_names
+def test_torch_modes_see_the_fast_paths_allocation(op, named, device, resolves):
+    """A repeated op() allocates its result outside Python only while no
+    torch function or dispatch mode is active: with one, the mode sees the
+    allocation, and the call still takes the fast path."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class SeesFunctions(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    class SeesDispatch(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    call = _call(op, device, 1)
+    call.op(named)
+    for mode, wanted in ((SeesFunctions, "empty"), (SeesDispatch, "aten.empty")):  # empty, empty_like, ...
+        seen = []
+        new = _call(op, device, 2)
+        count = resolves["n"]
+        with mode():
+            result = new.op(named)
+        assert resolves["n"] == count, f"{op}: a repeated signature under {mode.__name__} went through the slow path"
+        assert any(name.startswith(wanted) for name in seen), f"{op}: {mode.__name__} saw {seen}, not the allocation"
+        new.check(result, msg=f"{op} under {mode.__name__}")
+
+
+@op_names
 def test_strides_dtype_and_out_change_the_signature(op, named, device, resolves):
     call = _call(op, device, 7)
     DESCRIPTOR_CACHE.clear()
