@@ -28,11 +28,11 @@
 //   REDUCE_COLUMN_CLUSTER           0: split, not columns_cluster; 2: any rows
 //                                     test: cuda sum-columns-cluster2; emu columns-whole-split
 //   REDUCE_COLUMN_CLUSTER_MAX       largest columns_cluster (1-16)
-//                                     test: cuda sum-columns-cluster8
+//                                     test: cuda sum-columns-cluster8; emu accuracy-columns-*-chains
 //   REDUCE_COLUMN_CLUSTER_MIN_BLOCKSfewest blocks of a columns_cluster grid
-//                                     test: cuda sum-columns-cluster*
+//                                     test: cuda sum-columns-cluster*; emu accuracy-columns-*-chains
 //   REDUCE_COLUMN_CLUSTER_TX        threads across a columns_cluster tile
-//                                     test: cuda sum-columns-cluster-shifted
+//                                     test: cuda sum-columns-cluster-shifted; emu accuracy-columns-*-chains
 //   REDUCE_COLUMN_FIT               0: split columns aim at 8 blocks per SM
 //                                     test: emu tuned-columns-unfit
 //   REDUCE_COLUMN_ORDER             0: column tasks numbered splits fastest
