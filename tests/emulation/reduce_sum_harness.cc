@@ -187,9 +187,11 @@ int main() {
       {"accuracy-columns-whole-long", {{16384, 128}}, {0}, false, {}, {}, 0.1f},
       {"accuracy-columns-narrow", {{1 << 16, 3}}, {0}, false, {}, {}, 0.1f},
       // 2048 rows a thread (clusters of 2 blocks: few threads, long chains), the whole-rows and the
-      // general loop: a running sum over a thread's folds drifted 15 float32 roundings here
+      // general loop, and 512 runs a task added on the strided path (a broadcast run inside real runs):
+      // a running sum over the folds or runs drifted 15 to 30 float32 roundings here
       {"accuracy-columns-whole-long-chains", {{32768, 128}}, {0}, false, {}, kLongChains, 0.1f, wide},
       {"accuracy-columns-long-chains", {{32768, 120}}, {0}, false, {}, kLongChains, 0.1f, wide},
+      {"accuracy-rows-broadcast-runs", {{1 << 18, 1000}, {1, 0}}, {0, 1}, false, {}, {}, 0.1f, wide},
       {"zeros", {{5, 0, 3}}, {1}},
       {"empty", {{0, 7}}, {1}},
       {"no-dims", {{4, 5}}, {}},

@@ -21,6 +21,14 @@ __device__ __forceinline__ void compensated_add(float& sum, float& comp, float x
   sum = t;
 }
 
+// The same on a sum kept in shared memory (volatile: a loop that adds to it
+// keeps no register for it, where the compiler would otherwise hold it).
+__device__ __forceinline__ void compensated_add(volatile float* sum, volatile float* comp, float x) {
+  float s = *sum, c = *comp;
+  compensated_add(s, c, x);
+  *sum = s, *comp = c;
+}
+
 // A sum of a thread's partials: add() each, value() at the end.
 struct LongSum {
   float sum = 0.0f, comp = 0.0f;
