@@ -67,6 +67,8 @@
 //                                     test: cuda softmax-columns
 //   SOFTMAX_COLUMN_CLUSTER_TX       threads across a columns_cluster tile
 //                                     test: cuda softmax-columns-cluster-128-byte-tiles
+//   SOFTMAX_COLUMN_SPLITS           most splits of the columns dim over blocks
+//                                     test: emu accuracy-columns-long-chains
 //   SOFTMAX_DENSE                   0: the general rows kernel on dense rows
 //                                     test: cuda softmax-rows-block-general, test_many_row_softmax_special_values
 //   SOFTMAX_FLAT                    0: dense odd rows in the shifted form
