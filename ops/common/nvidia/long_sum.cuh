@@ -2,8 +2,9 @@
 // every NVIDIA kernel that adds an unbounded count of partials (a thread's
 // folded column sums, runs, split partials) adds them here. A plain running
 // sum drifts by up to count / 2 roundings (1e-2 relative at 2^36 terms);
-// Kahan's compensation keeps it within two, whatever the count. (nvcc
-// keeps the order of these adds: the build never enables fast math.)
+// Kahan's compensation keeps it within about two (2u + count * u^2 of the
+// magnitudes). (nvcc keeps the order of these adds: the build never
+// enables fast math.)
 #ifndef OPRT_COMMON_NVIDIA_LONG_SUM_CUH_
 #define OPRT_COMMON_NVIDIA_LONG_SUM_CUH_
 
