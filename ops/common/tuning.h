@@ -28,11 +28,11 @@
 //   REDUCE_COLUMN_CLUSTER           0: split, not columns_cluster; 2: any rows
 //                                     test: cuda sum-columns-cluster2; emu columns-whole-split
 //   REDUCE_COLUMN_CLUSTER_MAX       largest columns_cluster (1-16)
-//                                     test: cuda sum-columns-cluster8
+//                                     test: cuda sum-columns-cluster8; emu accuracy-columns-*-chains
 //   REDUCE_COLUMN_CLUSTER_MIN_BLOCKSfewest blocks of a columns_cluster grid
-//                                     test: cuda sum-columns-cluster*
+//                                     test: cuda sum-columns-cluster*; emu accuracy-columns-*-chains
 //   REDUCE_COLUMN_CLUSTER_TX        threads across a columns_cluster tile
-//                                     test: cuda sum-columns-cluster-shifted
+//                                     test: cuda sum-columns-cluster-shifted; emu accuracy-columns-*-chains
 //   REDUCE_COLUMN_FIT               0: split columns aim at 8 blocks per SM
 //                                     test: emu tuned-columns-unfit
 //   REDUCE_COLUMN_ORDER             0: column tasks numbered splits fastest
@@ -67,6 +67,8 @@
 //                                     test: cuda softmax-columns
 //   SOFTMAX_COLUMN_CLUSTER_TX       threads across a columns_cluster tile
 //                                     test: cuda softmax-columns-cluster-128-byte-tiles
+//   SOFTMAX_COLUMN_SPLITS           most splits of the columns dim over blocks
+//                                     test: emu accuracy-columns-long-chains
 //   SOFTMAX_DENSE                   0: the general rows kernel on dense rows
 //                                     test: cuda softmax-rows-block-general, test_many_row_softmax_special_values
 //   SOFTMAX_FLAT                    0: dense odd rows in the shifted form

@@ -119,6 +119,49 @@ def test_float32_sums_as_accurate_as_torch(backend, device, shape, dim):
     assert ours <= 3 * theirs, f"error {ours:.3g}, torch's {theirs:.3g} (summed over 4 seeds)"
 
 
+# -- long sums on a GPU: errors that must not grow with the count ---------------------------
+# (the CPU's are in tests/test_layouts.py; the emulated NVIDIA kernels' in
+# tests/emulation/reduce_sum_harness.cc, at sizes the emulator runs)
+
+LONG_SUM_BOUNDS = ((torch.float32, 8 * 2 ** -24), (torch.bfloat16, 2 ** -8))
+
+
+def _gpu_only(device):
+    if device.type == "cpu":
+        pytest.skip("sized for a GPU")
+
+
+def test_tall_column_sums_error_does_not_grow_with_rows(backend, device):
+    """Column sums of 2^26 - 12345 real rows of one value (not a power of
+    two: a tree of equal powers of two is exact in any order): a thread's
+    running sum over its rows drifted with their count; compensated, float32
+    stays within a few of its roundings."""
+    _gpu_only(device)
+    rows = 2 ** 26 - 12345
+    for dtype, bound in LONG_SUM_BOUNDS:
+        src = torch.tensor([0.1, -0.3, 0.7, 0.2, 0.9, -0.6, 0.4, 0.5], dtype=dtype, device=device)
+        tall = src.expand(rows, 8).contiguous()
+        exact = src.double() * rows
+        result = oprt.reduce_sum(tall, 0, backend=backend).double()
+        error = ((result - exact).abs() / exact.abs()).max().item()
+        assert error <= bound, (dtype, error / 2 ** -24)
+        del tall
+
+
+def test_broadcast_runs_sum_error_grows_with_log_count(backend, device):
+    """sum over all of 2^26 - 3 real values each repeated 1024 times
+    (stride 0): 2^36 elements, the broadcast dim the innermost run and the
+    real dim the runs around it, which a task added one after another."""
+    _gpu_only(device)
+    count = 2 ** 26 - 3
+    for dtype, bound in LONG_SUM_BOUNDS:
+        runs = torch.full((count,), 0.1, dtype=dtype, device=device)
+        src = runs.unsqueeze(1).expand(count, 1024)
+        exact = runs[:1].double().item() * count * 1024
+        result = oprt.reduce_sum(src, (0, 1), backend=backend).double().item()
+        assert abs(result - exact) / exact <= bound, (dtype, result, exact)
+
+
 def test_keepdim_matches_torch(backend, device, gen):
     src = make_tensor((2, 3, 4, 5), torch.float32, device, "mixed", gen)
     for dim in (0, -1, (1, 3), (-4, 2), None, ()):

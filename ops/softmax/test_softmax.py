@@ -40,6 +40,23 @@ def test_rows_sum_to_one(backend, dtype, device, gen):
     assert torch.allclose(sums, torch.ones_like(sums), rtol=0, atol=tolerance)
 
 
+def test_tall_column_softmax_sum_does_not_drift(backend, device):
+    """softmax over dim 0 of 2^24 - 5 rows: row 0 is 1, the rest 0, so every
+    column sums exp(-1) 2^24 times. A thread's running sum over its rows
+    drifted with their count (float32 outputs 1e-5 off); compensated, the
+    outputs stay within a few float32 roundings and ex2.approx's error."""
+    if device.type == "cpu":
+        pytest.skip("sized for a GPU")
+    rows = 2 ** 24 - 5
+    src = torch.zeros(rows, 16, device=device)
+    src[0] = 1.0
+    out = oprt.softmax(src, 0, backend=backend).double()
+    e = torch.tensor(-1.0, dtype=torch.float64).exp().item()
+    total = 1.0 + (rows - 1) * e
+    error = max(abs(out[0] - 1.0 / total).max().item() * total, abs(out[1:] - e / total).max().item() * total / e)
+    assert error <= 64 * 2 ** -24, error / 2 ** -24
+
+
 @pytest.mark.parametrize("kind", ["contiguous", "transposed", "sliced", "offset", "mixed"])
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_in_place(backend, dtype, device, gen, kind, dim):

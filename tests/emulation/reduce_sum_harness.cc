@@ -131,6 +131,8 @@ bool run(Case c, int dtype, uint32_t seed) {
 int main() {
   if (!conversions_ok()) return 1;
   const std::vector<int> wide = {OPRT_DTYPE_F32, OPRT_DTYPE_BF16};  // sums past float16's range
+  const std::vector<std::pair<std::string, std::string>> kLongChains = {
+      {"REDUCE_COLUMN_CLUSTER_MAX", "2"}, {"REDUCE_COLUMN_CLUSTER_MIN_BLOCKS", "1"}, {"REDUCE_COLUMN_CLUSTER_TX", "32"}};
   const std::vector<Case> cases = {
       // (name, src {shape, strides, shift}, dims, keepdim, out {shape, strides, shift})
       {"rows-many", {{600, 257}}, {1}},
@@ -184,6 +186,12 @@ int main() {
       {"accuracy-columns-long", {{16384, 120}}, {0}, false, {}, {}, 0.1f},
       {"accuracy-columns-whole-long", {{16384, 128}}, {0}, false, {}, {}, 0.1f},
       {"accuracy-columns-narrow", {{1 << 16, 3}}, {0}, false, {}, {}, 0.1f},
+      // 2048 rows a thread (clusters of 2 blocks: few threads, long chains), the whole-rows and the
+      // general loop, and 512 runs a task added on the strided path (a broadcast run inside real runs):
+      // a running sum over the folds or runs drifted 15 to 80 float32 roundings here
+      {"accuracy-columns-whole-long-chains", {{32768, 128}}, {0}, false, {}, kLongChains, 0.1f, wide},
+      {"accuracy-columns-long-chains", {{32768, 120}}, {0}, false, {}, kLongChains, 0.1f, wide},
+      {"accuracy-rows-broadcast-runs", {{1 << 18, 1000}, {1, 0}}, {0, 1}, false, {}, {}, 0.1f, wide},
       {"zeros", {{5, 0, 3}}, {1}},
       {"empty", {{0, 7}}, {1}},
       {"no-dims", {{4, 5}}, {}},

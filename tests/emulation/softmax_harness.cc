@@ -59,6 +59,7 @@ struct Case {
   std::vector<std::pair<std::string, std::string>> tune;  // OPRT_TUNE_<name>=<value> at create (A/B forms)
   std::vector<int> dtypes = {OPRT_DTYPE_F32, OPRT_DTYPE_F16, OPRT_DTYPE_BF16};
   bool specials = true;  // rows 0-3: a -inf, all -inf, a NaN, a +inf
+  bool accuracy = false;  // every row 1 then 0s (sums of exp(-1)), held to a few float32 roundings
 };
 
 // float64 softmax or log_softmax of one row, as torch gives them: NaN
@@ -86,12 +87,15 @@ std::vector<double> op_of(const std::vector<double>& x, double& scale) {
 // subnormal steps or, elsewhere, the flush of results under 2^-126
 // (ex2.approx.ftz); for log_softmax the output's rounding plus the float
 // error of x - (max + log(sum)), which scales with max + log(sum).
-bool close(int dtype, double got, double want, double scale) {
+// Accuracy cases (Case::accuracy) allow 16 float32 roundings for the sum,
+// where a serial chain per thread drifts with its length.
+bool close(int dtype, double got, double want, double scale, bool accuracy) {
   if (std::isnan(want)) return std::isnan(got);
   if (std::isinf(want)) return got == want;
-  if (kLogSoftmax) return std::fabs(got - want) <= roundoff(dtype) * std::fabs(want) + 1e-6 * (scale + 1.0);
+  const double sum_error = accuracy ? 16 * 0x1p-24 : kLogSoftmax ? 1e-6 : 1e-5;
+  if (kLogSoftmax) return std::fabs(got - want) <= roundoff(dtype) * std::fabs(want) + sum_error * (scale + 1.0);
   const double least = dtype == OPRT_DTYPE_F16 ? 0x1p-25 : 0x1p-126;
-  return std::fabs(got - want) <= (roundoff(dtype) + 1e-5) * want + least;
+  return std::fabs(got - want) <= (roundoff(dtype) + sum_error) * want + least;
 }
 
 // FNV-1a of a buffer.
@@ -110,6 +114,8 @@ bool run(Case c, int dtype, uint32_t seed) {
 
   Buffer src(c.src, esize), out(c.out, esize);
   fill_random(src, dtype, seed, 4.0f);
+  if (c.accuracy)
+    for (int64_t j = src.first; j < src.end; ++j) encode(dtype, 0.0f, src.origin + j * esize);
   // Rows: every index with the op's dim left at 0, in row-major order.
   // (the views' strides as given, before their shapes lose that dim)
   View row_starts{c.src.shape, strides_of(c.src), c.src.shift}, out_row_starts{c.out.shape, strides_of(c.out), c.out.shift};
@@ -124,6 +130,8 @@ bool run(Case c, int dtype, uint32_t seed) {
       for (int64_t i = 0; i < (r == 1 ? length : 1); ++i)
         encode(dtype, values[r], src.origin + (src_rows[r] + (length / 2 + i) % length * src_step) * esize);
   }
+  if (c.accuracy)
+    for (int64_t row : src_rows) encode(dtype, 1.0f, src.origin + row * esize);
   const oprt_tensor_view_t out_view = c_view(c.out, dtype, out.origin), src_view = c_view(c.src, dtype, src.origin);
   const Lifecycle run = run_lifecycle(
       c.tune,
@@ -146,7 +154,7 @@ bool run(Case c, int dtype, uint32_t seed) {
     const std::vector<double> want = op_of(x, scale);
     for (int64_t i = 0; i < length; ++i) {
       const double got = decode(dtype, out.origin + (out_rows[r] + i * out_step) * esize), w = want[static_cast<size_t>(i)];
-      if (!close(dtype, got, w, scale))
+      if (!close(dtype, got, w, scale, c.accuracy))
         return report("row " + std::to_string(r) + " element " + std::to_string(i) + " is " + std::to_string(got) +
                       ", expected " + std::to_string(w));
     }
@@ -180,6 +188,9 @@ int main() {
       {"columns-3d", {{4, 200, 33}}, 1},
       {"columns-long", {{5000, 24}}, 0},
       {"columns-transposed", {{60, 50}, {1, 60}}, 1},
+      // 4096 rows a thread (one split): a running sum of exp(-1) per thread drifted ~300 float32 roundings
+      {"accuracy-columns-long-chains", {{32768, 128}}, 0, {},
+       {{"SOFTMAX_COLUMN_CLUSTER", "0"}, {"SOFTMAX_COLUMN_SPLITS", "1"}}, f32, false, true},
       {"strided", {{50, 30}, {2, 100}}, 0},
       {"strided-3d", {{6, 40, 30}, {1200, 1, 40}}, 1},
       {"empty", {{0, 5}}, 1},

@@ -11,6 +11,7 @@
 #include "../../common/nvidia/cuda_types.cuh"
 #include "../../common/nvidia/group_reduce.cuh"
 #include "../../common/nvidia/launch.cuh"
+#include "../../common/nvidia/long_sum.cuh"
 #include "../../common/nvidia/offset_calc.cuh"
 
 namespace oprt::nvidia {
@@ -19,6 +20,7 @@ namespace {
 constexpr int kColumnsThreads = 256;  // threads per block
 constexpr int kColumnUnroll = 4;      // rows of the tile in flight per thread
 constexpr int kColumnFold = 4;        // rounds a thread adds in registers between folds (see add_round)
+constexpr int kColumnCarry = 16;      // folds a thread's slot takes before its compensated carry (see add_round)
 
 
 // ---- columns ----------------------------------------------------------------
@@ -38,14 +40,15 @@ struct ColumnsArgs {
 __device__ __forceinline__ float scaled(float sum, double scale) { return static_cast<float>(sum * scale); }
 
 // Adds one round of a thread's loads (kColumnUnroll rows, zeros where a row
-// is past the range) to its column sums. After every kColumnFold rounds,
-// and once at the end, the loops fold the sums into the thread's own slot
-// of shared memory (fold_rounds), so a thread's serial chain is
-// kColumnUnroll * kColumnFold + rounds / kColumnFold adds, not
-// kColumnUnroll * rounds: long columns keep float32's accuracy, with no
-// register to hold the second level. The fold points depend on the round
-// count only, the same in add_whole_rows and the general loop (bitwise the
-// same sums).
+// is past the range) to its column sums. After every kColumnFold rounds the
+// loops fold the sums into the thread's own slot of shared memory, and
+// after every kColumnCarry folds carry the slot into a compensated sum
+// beside it (after_round, and final_fold at the end): a thread's serial
+// chains are at most kColumnUnroll * kColumnFold and kColumnCarry adds,
+// whatever the rows, and the carries lose no more than two roundings
+// (long_sum.cuh), with no register held for the levels and one test per
+// fold in the row loop. The fold points depend on the round count only,
+// the same in add_whole_rows and the general loop (bitwise the same sums).
 template <class T, bool kWidened = false>
 __device__ __forceinline__ void add_round(float (&acc)[kVec16<T>], const Raw16 (&raw)[kColumnUnroll]) {
   constexpr int VEC = kVec16<T>;
@@ -59,10 +62,41 @@ __device__ __forceinline__ void add_round(float (&acc)[kVec16<T>], const Raw16 (
   }
 }
 
+// A thread's slot: its folded sums at `total` (a row of the block's
+// kColumnsThreads * VEC floats), the carried sums one such row on, their
+// compensations two rows on.
 template <int VEC>
-__device__ __forceinline__ void fold_rounds(float (&acc)[VEC], float* total) {
+__device__ __forceinline__ float* carried_sums(float* total) { return total + kColumnsThreads * VEC; }
+
+// (Not unrolled: shared memory alone, one column at a time, so the row
+// loop's registers stay as they were.)
+template <int VEC>
+__device__ __forceinline__ void carry_folds(float* total) {
+  float* sum = carried_sums<VEC>(total);
+  float* comp = sum + kColumnsThreads * VEC;
+#pragma unroll 1
+  for (int e = 0; e < VEC; ++e) compensated_add(sum[e], comp[e], total[e]), total[e] = 0.0f;
+}
+
+// After round number `round` (from 1): folds every kColumnFold rounds,
+// carries every kColumnCarry folds.
+template <int VEC>
+__device__ __forceinline__ void after_round(float (&acc)[VEC], float* total, unsigned round) {
+  if (round % kColumnFold != 0) return;
 #pragma unroll
   for (int e = 0; e < VEC; ++e) total[e] += acc[e], acc[e] = 0.0f;
+  if (round % (kColumnFold * kColumnCarry) == 0) carry_folds<VEC>(total);
+}
+
+// The last fold and carry: leaves the thread's whole sums at `total`.
+template <int VEC>
+__device__ __forceinline__ void final_fold(float (&acc)[VEC], float* total) {
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) total[e] += acc[e], acc[e] = 0.0f;
+  carry_folds<VEC>(total);
+  const float* sum = carried_sums<VEC>(total);
+#pragma unroll 1
+  for (int e = 0; e < VEC; ++e) total[e] = sum[e] - sum[kColumnsThreads * VEC + e];
 }
 
 // The 16-byte aligned vector at a, or where it reaches outside src's
@@ -111,14 +145,14 @@ __device__ __forceinline__ void add_whole_rows(float (&acc)[kVec16<T>], float* t
                                                int64_t rows, int TY) {
   constexpr int U = kColumnUnroll;
   const int64_t jump = int64_t{TY} * stride;
-  int round = 0;
+  unsigned round = 0;
   int64_t k = 0;
   for (; k + U <= rows; k += U, p += U * jump) {
     Raw16 raw[U];  // all loads first (converted after: see Raw16)
 #pragma unroll
     for (int u = 0; u < U; ++u) raw[u] = load_raw(p + u * jump);
     add_round<T, true>(acc, raw);
-    if (++round % kColumnFold == 0) fold_rounds(acc, total);
+    after_round(acc, total, ++round);
   }
   if (k < rows) {  // the last part round
     Raw16 raw[U];
@@ -126,7 +160,7 @@ __device__ __forceinline__ void add_whole_rows(float (&acc)[kVec16<T>], float* t
     for (int u = 0; u < U; ++u) raw[u] = k + u < rows ? load_raw(p + u * jump) : Raw16{};
     add_round<T, true>(acc, raw);
   }
-  fold_rounds(acc, total);
+  final_fold(acc, total);
 }
 
 // kShifted: rows not 16-byte aligned (odd widths, a misaligned base). Each
@@ -146,7 +180,7 @@ __global__ void __launch_bounds__(kColumnsThreads, kCluster && !kShifted ? 5 : !
 reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetCalc<1, Index> reduced,
                       ColumnsArgs args) {
   constexpr int VEC = kVec16<T>;
-  __shared__ float partial[kColumnsThreads * VEC];
+  __shared__ float partial[3 * kColumnsThreads * VEC];  // folded, carried, compensations (carried_sums)
   allow_early_launch();
   const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
   const int64_t width = int64_t{TX} * VEC;  // columns per tile
@@ -160,9 +194,10 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
     const T* base = src + offsets[1] + col0;
     const bool full = args.vectors_ok && col0 + VEC <= args.columns;
     float* total = partial + (ty * TX + tx) * VEC;  // this thread's own slot: its folded sums (see add_round)
+    float* carried = carried_sums<VEC>(total);
     float acc[VEC];
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) acc[e] = total[e] = 0.0f;
+    for (int e = 0; e < VEC; ++e) acc[e] = total[e] = carried[e] = carried[kColumnsThreads * VEC + e] = 0.0f;
     const int64_t r0 = split * args.split_len, r1 = min(args.reduced, r0 + args.split_len);
     auto row_offset = [&](int64_t r) {
       if (args.reduced_stride != 0) return r * args.reduced_stride;
@@ -175,7 +210,7 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
       const int64_t rows = r1 - r0 > ty ? (r1 - r0 - ty + TY - 1) / TY : 0;
       add_whole_rows<T>(acc, total, base + (r0 + ty) * args.reduced_stride, args.reduced_stride, rows, TY);
     } else {  // (keep the braces: with `else for (...)` nvcc 13.0 dropped the unrolled loop after this one)
-      int round = 0;
+      unsigned round = 0;
       for (int64_t r = kShifted ? r0 : r0 + ty; r < r1; r += step) {
         Raw16 raw[kColumnUnroll];  // all loads first (converted after: see Raw16)
         if constexpr (kShifted) {
@@ -224,37 +259,28 @@ reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetC
           }
         }
         add_round<T>(acc, raw);
-        if (++round % kColumnFold == 0) fold_rounds(acc, total);
+        after_round(acc, total, ++round);
       }
-      fold_rounds(acc, total);
+      final_fold(acc, total);
     }
-    // Combine the TY partial sums of each column in a fixed order. TY is up
-    // to 256: past 8, rows ty < 8 first take rows ty + 8, ty + 16, ...,
-    // so no serial chain is longer than TY / 8 + 8 adds.
-    __syncthreads();
-    if (TY > 8) {
-      if (ty < 8)
-        for (int y = ty + 8; y < TY; y += 8)
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) total[e] += partial[(y * TX + tx) * VEC + e];
+    // Combine the TY sums of each column as a tree, in a fixed order (TY is
+    // a power of 2): log2(TY) adds in every column's chain.
+    for (int half = TY / 2; half >= 1; half /= 2) {
       __syncthreads();
+      if (ty < half)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) total[e] += partial[((ty + half) * TX + tx) * VEC + e];
     }
-    if (ty == 0) {
-      for (int y = 0; y < min(TY, 8); ++y)  // (acc is 0: every round was folded into partial)
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[e] += partial[(y * TX + tx) * VEC + e];
-      if constexpr (kCluster) {
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) partial[tx * VEC + e] = acc[e];  // (row ty = 0 of partial: this thread's own)
-      } else if (args.splits > 1) {
+    if (ty == 0 && !kCluster) {  // (kCluster: the sums stay in row 0 of partial, this thread's own slot)
+      if (args.splits > 1) {
         float* slot = args.partials + (tile_task * args.splits + split) * width + int64_t{tx} * VEC;
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) slot[e] = acc[e];
+        for (int e = 0; e < VEC; ++e) slot[e] = total[e];
       } else {
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
           if (col0 + e < args.columns)
-            out[offsets[0] + (col0 + e) * args.out_stride] = from_float<T>(scaled(acc[e], args.scale));
+            out[offsets[0] + (col0 + e) * args.out_stride] = from_float<T>(scaled(total[e], args.scale));
       }
     }
     if constexpr (kCluster)  // (a block per task: every block of the cluster gets here once)
@@ -280,7 +306,8 @@ void allow_large_column_clusters() {
   allow_large_clusters<reduce_columns_kernel<T, Index, false, true, true>>();
 }
 
-// Adds each column's `splits` partials in a fixed order: a warp per output.
+// Adds each column's `splits` partials in a fixed order: a warp per output,
+// each lane's share compensated (long_sum.cuh), then a shuffle tree.
 template <class T, class Index>
 __global__ void finish_columns_kernel(T* out, const float* partials, OffsetCalc<2, Index> planes, ColumnsArgs args,
                                       int64_t width) {
@@ -291,9 +318,9 @@ __global__ void finish_columns_kernel(T* out, const float* partials, OffsetCalc<
     const int64_t plane = i / args.columns, c = i - plane * args.columns;
     const int64_t tile = c / width, within = c - tile * width;
     const float* p = partials + ((plane * args.col_tiles + tile) * args.splits) * width + within;
-    float acc = 0.0f;
-    for (int64_t j = lane; j < args.splits; j += 32) acc += p[j * width];
-    acc = group_allreduce<32>(acc, SumOp{}, nullptr);
+    LongSum sum;
+    for (int64_t j = lane; j < args.splits; j += 32) sum.add(p[j * width]);
+    const float acc = group_allreduce<32>(sum.value(), SumOp{}, nullptr);
     if (lane == 0) {
       int64_t offsets[2];
       planes.get(static_cast<Index>(plane), offsets);

@@ -7,6 +7,7 @@
 #include "../../common/nvidia/cuda_types.cuh"
 #include "../../common/nvidia/group_reduce.cuh"
 #include "../../common/nvidia/launch.cuh"
+#include "../../common/nvidia/long_sum.cuh"
 #include "../../common/nvidia/offset_calc.cuh"
 
 namespace oprt::nvidia {
@@ -31,9 +32,16 @@ __device__ __forceinline__ float vector_sum(const Raw16& raw) {
   return tree_sum(x);
 }
 
+// A thread's slots of shared memory in reduce_rows_kernel: a compensated
+// sum (long_sum.cuh) at slot[0], its compensation at slot[kSlotStride].
+// Volatile, so that no register is held for them across the row loops.
+constexpr int kSlotStride = kRowsBlock;
+
 // Sums p[e0..e1) (stride 1) or p[(e0..e1) * stride] across the group's lanes.
+// `slot`: where a strided run's top level goes (only a strided call uses it).
 template <class T, int TPR, int U>
-__device__ __forceinline__ float sum_run(const T* p, int64_t e0, int64_t e1, int64_t stride, int lane) {
+__device__ __forceinline__ float sum_run(const T* p, int64_t e0, int64_t e1, int64_t stride, int lane,
+                                         volatile float* slot = nullptr) {
   constexpr int VEC = kVec16<T>;
   float acc = 0.0f;
   if (stride == 0) {  // a broadcast run: the lane's copies of one value, one rounding
@@ -42,18 +50,21 @@ __device__ __forceinline__ float sum_run(const T* p, int64_t e0, int64_t e1, int
   }
   if (stride != 1) {
     // Blocks of 16 elements folded into a second level, blocks of 256 into
-    // a third: a lane's serial chains stay short on long split runs.
+    // a compensated third in `slot`: a lane's serial chains stay short on
+    // long runs, and the third level takes no register.
     float block = 0.0f, blocks = 0.0f;
+    slot[0] = slot[kSlotStride] = 0.0f;
     int n = 0;
     for (int64_t e = e0 + lane; e < e1; e += TPR) {
       block += to_float(p[e * stride]);
       if ((++n & 15) == 0) {
         blocks += block;
         block = 0.0f;
-        if ((n & 255) == 0) acc += blocks, blocks = 0.0f;
+        if ((n & 255) == 0) compensated_add(slot, slot + kSlotStride, blocks), blocks = 0.0f;
       }
     }
-    return acc + (blocks + block);
+    compensated_add(slot, slot + kSlotStride, blocks + block);
+    return slot[0] - slot[kSlotStride];
   }
   const int64_t head = min(e1 - e0, elements_to_alignment(p + e0));
   const int64_t a = e0 + head;
@@ -84,6 +95,7 @@ template <class T, int TPR, int U, class Index>
 __global__ void reduce_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, OffsetCalc<1, Index> run_outer,
                                    RowsArgs args) {
   __shared__ float slots[kMaxWarps];
+  __shared__ float slots_of_sums[4 * kSlotStride];  // a thread's two compensated sums (kSlotStride)
   allow_early_launch();  // (the finishing kernel waits for this whole grid anyway)
   const int groups = blockDim.x / TPR, group = threadIdx.x / TPR, lane = threadIdx.x % TPR;
   const int64_t tasks = args.rows * args.splits;
@@ -96,16 +108,24 @@ __global__ void reduce_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> ke
       const int64_t row = task / args.splits, split = task - row * args.splits;
       kept.get(static_cast<Index>(row), offsets);
       const T* row_src = src + offsets[1];
+      volatile float* runs_slot = slots_of_sums + threadIdx.x;  // (blockDim.x is kRowsBlock)
+      volatile float* run_slot = runs_slot + 2 * kSlotStride;
       if (args.runs == 1) {
         const int64_t e0 = split * args.split_len;
-        acc = sum_run<T, TPR, U>(row_src, e0, min(args.run_length, e0 + args.split_len), args.run_stride, lane);
+        acc = sum_run<T, TPR, U>(row_src, e0, min(args.run_length, e0 + args.split_len), args.run_stride, lane,
+                                 run_slot);
       } else {
+        // The runs' sums compensated in runs_slot: a task may add millions
+        // of runs (a broadcast run inside real ones).
         const int64_t r0 = split * args.split_len, r1 = min(args.runs, r0 + args.split_len);
+        runs_slot[0] = runs_slot[kSlotStride] = 0.0f;
         for (int64_t r = r0; r < r1; ++r) {
           int64_t run[1];
           run_outer.get(static_cast<Index>(r), run);
-          acc += sum_run<T, TPR, U>(row_src + run[0], 0, args.run_length, args.run_stride, lane);
+          compensated_add(runs_slot, runs_slot + kSlotStride,
+                          sum_run<T, TPR, U>(row_src + run[0], 0, args.run_length, args.run_stride, lane, run_slot));
         }
+        acc = runs_slot[0] - runs_slot[kSlotStride];
       }
     }
     acc = group_allreduce<TPR>(acc, SumOp{}, slots);
@@ -296,13 +316,13 @@ finish_rows_kernel(T* out, const float* partials, OffsetCalc<2, Index> kept, int
   // The loop bound is the same for the whole block: group_allreduce may sync.
   for (int64_t base = int64_t{blockIdx.x} * kRowsPerBlock; base < rows; base += int64_t{gridDim.x} * kRowsPerBlock) {
     const int64_t row = base + threadIdx.x / F;
-    float acc = 0.0f;
+    LongSum sum;  // (compensated: long_sum.cuh)
     if (row < rows) {
       const float* p = partials + row * splits;
 #pragma unroll 4
-      for (int64_t j = lane; j < splits; j += F) acc += p[j];
+      for (int64_t j = lane; j < splits; j += F) sum.add(p[j]);
     }
-    acc = group_allreduce<F>(acc, SumOp{}, slots);
+    const float acc = group_allreduce<F>(sum.value(), SumOp{}, slots);
     if (row < rows && lane == 0) {
       int64_t offsets[2];
       kept.get(static_cast<Index>(row), offsets);

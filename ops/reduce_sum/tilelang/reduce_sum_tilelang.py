@@ -19,7 +19,8 @@ ran slower than the second launch (8192^2 bf16 over dim 0, in two forms of
 it). Every partition depends only on the shape, so results are bitwise
 reproducible. A thread's accumulators are folded into a second level every
 FOLD rounds (rows: a register, columns: the thread's slot of shared
-memory), so its serial chain is FOLD + rounds / FOLD adds, not rounds.
+memory), compensated (compensated_add), so its serial chain is FOLD adds
+and the folds lose at most two roundings, whatever the rounds.
 
 Reduced dims of stride 0 (broadcast) are dropped by the plan: the kernels
 sum the other reduced dims into float32 and scale_sums multiplies each sum
@@ -49,7 +50,8 @@ import tilelang.language as T
 import torch
 
 from operator_runtime.tilelang_authoring import (DTYPES, F32, RESIDENT_BLOCKS, TARGET_BLOCKS, block_sum, column_tile,
-                                                 load_column_round, rows_per_warp, segments, tuned_off, vector_width)
+                                                 compensated_add, load_column_round, rows_per_warp, segments,
+                                                 tuned_off, vector_width)
 
 THREADS = 256
 GROUP_ROW_LANES = (4, 8, 16, 32)  # group_rows: lanes per row (2 vectors each per step)
@@ -106,7 +108,8 @@ def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2, finish: bool
         """acc[0] of every thread = the sum of segment `seg` of `row`."""
         tx = T.get_thread_binding()
         part = T.alloc_local((slots * vec,), F32)
-        total = T.alloc_local((1,), F32)
+        total = T.alloc_local((2,), F32)  # the folded sum, its compensation
+        tmp = T.alloc_local((2,), F32)
         buf = T.alloc_local((unroll * vec,), src_dtype)
         if vec > 1:
             T.assume(N % vec == 0)
@@ -119,6 +122,7 @@ def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2, finish: bool
         for j in T.unroll(slots * vec):
             part[j] = T.float32(0)
         total[0] = T.float32(0)
+        total[1] = T.float32(0)
         for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
             if start + (k + 1) * step <= end:
                 for u in T.unroll(unroll):
@@ -138,11 +142,12 @@ def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2, finish: bool
                 for j in T.unroll(slots * vec):
                     acc[0] = acc[0] + part[j]
                     part[j] = T.float32(0)
-                total[0] = total[0] + acc[0]
+                compensated_add(total, (0,), total, (1,), acc[0], tmp)
         acc[0] = T.float32(0)
         for j in T.unroll(slots * vec):
             acc[0] = acc[0] + part[j]
-        acc[0] = total[0] + acc[0]
+        compensated_add(total, (0,), total, (1,), acc[0], tmp)
+        acc[0] = total[0] - total[1]
         block_sum(acc, red, tx, threads)
 
     if not finish:
@@ -290,7 +295,9 @@ def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4, slots: in
             b, tile, start, end, c0 = column_tile(bt, seg, R, C, S, cols, vec)
             part = T.alloc_local((slots, vec), F32)
             buf = T.alloc_local((unroll, vec), src_dtype)
+            tmp = T.alloc_local((2,), F32)
             red = T.alloc_shared((lanes, cols), F32)
+            comp = T.alloc_shared((lanes, cols), F32)  # the compensations of red's folded sums
             if vec > 1:
                 T.assume(C % vec == 0)
             for u in T.unroll(slots):
@@ -298,6 +305,7 @@ def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4, slots: in
                     part[u, v] = T.float32(0)
             for v in T.unroll(vec):
                 red[warp, lane * vec + v] = T.float32(0)  # this thread's slot: the folded rounds, then its sums
+                comp[warp, lane * vec + v] = T.float32(0)
             if c0 < C:
                 for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * unroll)):
                     if start + (k * unroll + unroll - 1) * lanes < end:
@@ -313,13 +321,17 @@ def columns(src_dtype: str, out_dtype: str, vec: int, unroll: int = 4, slots: in
                                         src[b, start + (k * unroll + u) * lanes, c0 + v], F32)
                     if k % FOLD == FOLD - 1:
                         for v in T.unroll(vec):
-                            for u in T.unroll(slots):
-                                red[warp, lane * vec + v] = red[warp, lane * vec + v] + part[u, v]
+                            for u in T.unroll(1, slots):
+                                part[0, v] = part[0, v] + part[u, v]
                                 part[u, v] = T.float32(0)
+                            compensated_add(red, (warp, lane * vec + v), comp, (warp, lane * vec + v), part[0, v],
+                                            tmp)
+                            part[0, v] = T.float32(0)
             for v in T.unroll(vec):
                 for u in T.unroll(1, slots):
                     part[0, v] = part[0, v] + part[u, v]
-                red[warp, lane * vec + v] = red[warp, lane * vec + v] + part[0, v]
+                compensated_add(red, (warp, lane * vec + v), comp, (warp, lane * vec + v), part[0, v], tmp)
+                red[warp, lane * vec + v] = red[warp, lane * vec + v] - comp[warp, lane * vec + v]
             T.sync_threads()
             for i in T.serial(T.ceildiv(cols, threads)):
                 if i * threads + tx < cols and tile * cols + i * threads + tx < C:

@@ -131,6 +131,21 @@ def block_sum(acc, red, tx, threads):
 
 
 @T.macro
+def compensated_add(total, at, comp, comp_at, x, tmp):
+    """total[at] += x with Kahan's compensation in comp[comp_at] (at, comp_at:
+    index tuples; tmp: 2 local float32): a long sequence of adds stays
+    within two roundings, where a plain running sum drifts with its length
+    (the nvidia backend's ops/common/nvidia/long_sum.cuh). Once the total is
+    inf or NaN the compensation stays 0. The steps go through tmp, so no
+    rewrite can fold (t - total) - y to 0; kernels build without fast math."""
+    tmp[0] = x - comp[comp_at]
+    tmp[1] = total[at] + tmp[0]
+    comp[comp_at] = T.if_then_else(T.abs(tmp[1]) <= T.float32(3.4028234663852886e38),
+                                   (tmp[1] - total[at]) - tmp[0], T.float32(0))
+    total[at] = tmp[1]
+
+
+@T.macro
 def block_max(acc, red, tx, threads):
     """acc[0] of every thread becomes the block's max (fmaxf: NaN is dropped)."""
     warp_max(acc)

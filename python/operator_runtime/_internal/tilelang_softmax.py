@@ -58,7 +58,7 @@ import tilelang.language as T
 import torch
 
 from .tilelang_device import (DTYPES, F32, MAX_GRID_Y, NEG_INF, RESIDENT_BLOCKS, TARGET_BLOCKS, block_max, block_sum,
-                              column_tile, exp_term, fast_exp, load_column_round, rescale, rows_per_warp, scaled,
+                              column_tile, compensated_add, exp_term, fast_exp, load_column_round, rescale, rows_per_warp, scaled,
                               segments, term_under_neg_inf_max, tuned_off, vector_width, with_bounds_trusted,
                               with_denormals_flushed, with_stores_lowered)
 
@@ -515,13 +515,32 @@ def merge_lanes(m, s, mn, i, red_m, red_s, col, lanes):
         merge_pair(m, s, mn, i, red_m[w, col], red_s[w, col])
 
 
+COLUMN_FOLD = 4  # column_stats: rounds between folds of a thread's sums into shared memory
+
+
+@T.macro
+def fold_column_stats(m, s, red_m, red_s, red_c, warp, lane, vec, tmp):
+    """Merges each of the thread's (m[v], s[v]) into its shared slot (red_m,
+    red_s), the sum compensated in red_c (compensated_add), and zeroes s[v]
+    (m[v], the running max, stays: the slot's max is never above it, so the
+    slot rescales by exactly 1 while the max holds)."""
+    for v in T.unroll(vec):
+        red_s[warp, lane * vec + v] = scaled(red_s[warp, lane * vec + v], red_m[warp, lane * vec + v], m[v])
+        red_c[warp, lane * vec + v] = scaled(red_c[warp, lane * vec + v], red_m[warp, lane * vec + v], m[v])
+        compensated_add(red_s, (warp, lane * vec + v), red_c, (warp, lane * vec + v), s[v], tmp)
+        red_m[warp, lane * vec + v] = m[v]
+        s[v] = T.float32(0)
+
+
 @with_denormals_flushed
 def column_stats(dtype: str, vec: int, unroll: int = 4):
     """A block owns a tile of 32 * vec columns: lane tx % 32 holds `vec` of
     them (16-byte loads when vec > 1) and the 8 warps take every 8th row of
     the segment, `unroll` rows of loads in flight, one rescale per column per
-    round; the 8 warps' (max, sum) pairs are merged in shared memory in warp
-    order."""
+    round, folded every COLUMN_FOLD rounds into the thread's slot of shared
+    memory (fold_column_stats: a thread's chain of adds stays short whatever
+    the rows); the 8 warps' (max, sum) pairs are merged in shared memory in
+    warp order."""
     threads = 256
     lanes = threads // 32
     cols = 32 * vec
@@ -538,13 +557,18 @@ def column_stats(dtype: str, vec: int, unroll: int = 4):
             m = T.alloc_local((vec,), F32)
             mn = T.alloc_local((vec,), F32)
             s = T.alloc_local((vec,), F32)
+            tmp = T.alloc_local((2,), F32)
             red_m = T.alloc_shared((lanes, cols), F32)
             red_s = T.alloc_shared((lanes, cols), F32)
+            red_c = T.alloc_shared((lanes, cols), F32)
             if vec > 1:
                 T.assume(C % vec == 0)
             for v in T.unroll(vec):
                 m[v] = T.float32(NEG_INF)
                 s[v] = T.float32(0)
+                red_m[warp, lane * vec + v] = T.float32(NEG_INF)
+                red_s[warp, lane * vec + v] = T.float32(0)
+                red_c[warp, lane * vec + v] = T.float32(0)
             if c0 < C:
                 for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * unroll)):
                     if start + (k * unroll + unroll - 1) * lanes < end:
@@ -563,9 +587,11 @@ def column_stats(dtype: str, vec: int, unroll: int = 4):
                         for u in T.unroll(unroll):
                             s[v] = s[v] + exp_term(T.cast(buf[u, v], F32), mn[v])
                         m[v] = mn[v]
+                    if k % COLUMN_FOLD == COLUMN_FOLD - 1:
+                        fold_column_stats(m, s, red_m, red_s, red_c, warp, lane, vec, tmp)
+            fold_column_stats(m, s, red_m, red_s, red_c, warp, lane, vec, tmp)
             for v in T.unroll(vec):
-                red_m[warp, lane * vec + v] = m[v]
-                red_s[warp, lane * vec + v] = s[v]
+                red_s[warp, lane * vec + v] = red_s[warp, lane * vec + v] - red_c[warp, lane * vec + v]
             T.sync_threads()
             for i in T.serial(T.ceildiv(cols, threads)):
                 if i * threads + tx < cols and tile * cols + i * threads + tx < C:
@@ -579,7 +605,8 @@ def column_stats(dtype: str, vec: int, unroll: int = 4):
 @with_denormals_flushed
 def column_combine():
     """Merges each column's S (max, sum) pairs in segment order into segment
-    0's slot, a thread per column (coalesced along C). Run between
+    0's slot, a thread per column (coalesced along C), the sums compensated
+    (compensated_add). Run between
     column_stats and column_apply(merged=True), it reads the S pairs once per
     column, where column_apply's own merge reads them once per segment: S^2
     per column, which made many segments slower than few."""
@@ -592,15 +619,21 @@ def column_combine():
             tx = T.get_thread_binding()
             m = T.alloc_local((1,), F32)
             mn = T.alloc_local((1,), F32)
-            s = T.alloc_local((1,), F32)
+            s = T.alloc_local((2,), F32)  # the sum, its compensation (compensated_add)
+            tmp = T.alloc_local((2,), F32)
             c = bx * threads + tx
             if c < C:
                 m[0] = stats[0, b, 0, c]
                 s[0] = stats[1, b, 0, c]
+                s[1] = T.float32(0)
                 for j in T.serial(1, S):
-                    merge_pair(m, s, mn, 0, stats[0, b, j, c], stats[1, b, j, c])
+                    mn[0] = T.max(m[0], stats[0, b, j, c])
+                    s[0] = scaled(s[0], m[0], mn[0])
+                    s[1] = scaled(s[1], m[0], mn[0])
+                    compensated_add(s, (0,), s, (1,), scaled(stats[1, b, j, c], stats[0, b, j, c], mn[0]), tmp)
+                    m[0] = mn[0]
                 stats[0, b, 0, c] = m[0]
-                stats[1, b, 0, c] = s[0]
+                stats[1, b, 0, c] = s[0] - s[1]
 
     return softmax_column_combine
 

@@ -12,7 +12,8 @@ namespace oprt::nvidia {
 namespace {
 
 // Merges each group's `splits` partial stats in a fixed order (a warp per
-// (group, column)) and leaves the result in the group's split-0 slot.
+// (group, column), each lane's share compensated, then a shuffle tree) and
+// leaves the result in the group's split-0 slot.
 __global__ void __launch_bounds__(256)
 combine_stats_kernel(Stats* partials, int64_t groups, int64_t splits, int64_t width) {
   const int lane = threadIdx.x % 32;
@@ -20,9 +21,9 @@ combine_stats_kernel(Stats* partials, int64_t groups, int64_t splits, int64_t wi
   for (int64_t w = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; w < groups * width; w += warps) {
     const int64_t g = w / width, c = w - g * width;
     Stats* p = partials + g * splits * width + c;
-    Stats st{-INFINITY, 0.0f};
-    for (int64_t j = lane; j < splits; j += 32) st = merge(st, p[j * width]);
-    st = warp_merge(st);
+    float m = -INFINITY, sum = 0.0f, comp = 0.0f;
+    for (int64_t j = lane; j < splits; j += 32) merge_compensated(m, sum, comp, p[j * width]);
+    const Stats st = warp_merge(Stats{m, sum - comp});
     __syncwarp();
     if (lane == 0) p[0] = st;
   }
@@ -52,6 +53,7 @@ __device__ __forceinline__ Raw16 load_columns(const T* p, int64_t col0, const Co
 }
 
 constexpr int kColumnsUnroll = 4;  // rows of the normalized dim in flight per thread
+constexpr int kColumnsFold = 4;    // rounds between folds of a thread's stats into shared memory
 
 // The vectors of rows l, l + TY, ... (kColumnsUnroll rows, those before l1)
 // of the columns at p, every load issued before any is used.
@@ -69,7 +71,8 @@ template <class T, class Index>
 __global__ void __launch_bounds__(kColumnsThreads)
 softmax_columns_stats_kernel(const T* src, OffsetCalc<2, Index> planes, ColumnsArgs args) {
   constexpr int VEC = kVec16<T>;
-  __shared__ Stats part[kColumnsThreads * VEC];
+  __shared__ Stats part[kColumnsThreads * VEC];     // each thread's folded stats
+  __shared__ float part_comp[kColumnsThreads * VEC];  // their sums' compensations
   const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
   const int64_t width = int64_t{TX} * VEC;
   const int64_t tasks = args.planes * args.col_tiles * args.splits;
@@ -79,11 +82,33 @@ softmax_columns_stats_kernel(const T* src, OffsetCalc<2, Index> planes, ColumnsA
     planes.get(static_cast<Index>(plane), offsets);
     const int64_t col0 = tile * width + int64_t{tx} * VEC;
     const T* base = src + offsets[1] + col0 * args.src_col_stride;
+    Stats* slot = part + (ty * TX + tx) * VEC;  // this thread's own
+    float* comp = part_comp + (ty * TX + tx) * VEC;
     Stats st[VEC];
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) st[e] = {-INFINITY, 0.0f};
+    for (int e = 0; e < VEC; ++e) st[e] = slot[e] = {-INFINITY, 0.0f}, comp[e] = 0.0f;
+    // Every kColumnsFold rounds the sums are added into the thread's slot,
+    // compensated (long_sum.cuh), the max kept in st: a column's chain of
+    // adds stays within kColumnsFold rounds, whatever its length. The
+    // slot's max is never above st's (st's max runs over every row the slot
+    // holds), so the slot alone is rescaled, and only when the max moved.
+    // (Through volatile pointers: one column after another, so the fold
+    // holds few registers beside the row loop's.)
+    const auto fold = [&] {
+      volatile float* v_slot = &slot[0].m;  // (m, s) pairs
+      volatile float* v_comp = comp;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        const float m = v_slot[2 * e];
+        float sum = v_slot[2 * e + 1], c = v_comp[e];
+        if (m != st[e].m) sum = rescale(sum, m, st[e].m), c = rescale(c, m, st[e].m);
+        compensated_add(sum, c, st[e].s);
+        v_slot[2 * e] = st[e].m, v_slot[2 * e + 1] = sum, v_comp[e] = c, st[e].s = 0.0f;
+      }
+    };
     const int64_t l1 = min(args.length, (split + 1) * args.split_len);
     if (col0 < args.columns) {
+      int round = 0;
       for (int64_t l = split * args.split_len + ty; l < l1; l += int64_t{TY} * kColumnsUnroll) {
         Raw16 raw[kColumnsUnroll];
         load_column_rows(raw, base, l, l1, TY, col0, args);
@@ -108,18 +133,24 @@ softmax_columns_stats_kernel(const T* src, OffsetCalc<2, Index> planes, ColumnsA
           for (int u = 0; u < kColumnsUnroll; ++u) rows[u] = x[u][e];
           update(st[e], rows);
         }
+        if (++round % kColumnsFold == 0) fold();
       }
     }
+    fold();
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) part[(ty * TX + tx) * VEC + e] = st[e];
-    __syncthreads();
+    for (int e = 0; e < VEC; ++e) st[e] = slot[e] = {slot[e].m, slot[e].s - comp[e]};
+    // The TY threads' stats of each column merged as a tree, in a fixed
+    // order (TY is a power of 2).
+    for (int half = TY / 2; half >= 1; half /= 2) {
+      __syncthreads();
+      if (ty < half)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) slot[e] = st[e] = merge(st[e], slot[half * TX * VEC + e]);
+    }
     if (ty == 0) {
-      for (int y = 1; y < TY; ++y)
+      Stats* out_slot = args.partials + (tile_task * args.splits + split) * width + int64_t{tx} * VEC;
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) st[e] = merge(st[e], part[(y * TX + tx) * VEC + e]);
-      Stats* slot = args.partials + (tile_task * args.splits + split) * width + int64_t{tx} * VEC;
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) slot[e] = st[e];
+      for (int e = 0; e < VEC; ++e) out_slot[e] = st[e];
     }
     __syncthreads();
   }

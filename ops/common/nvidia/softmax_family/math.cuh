@@ -8,6 +8,7 @@
 
 #include "../cuda_types.cuh"
 #include "../group_reduce.cuh"
+#include "../long_sum.cuh"
 
 namespace oprt::nvidia {
 namespace {
@@ -73,6 +74,16 @@ __device__ __forceinline__ float exp_or_zero(float x, float m) { return x == -IN
 __device__ __forceinline__ Stats merge(Stats a, Stats b) {
   const float m = fmaxf(a.m, b.m);
   return {m, rescale(a.s, a.m, m) + rescale(b.s, b.m, m)};
+}
+// merge() into a running (m, s) whose sum is compensated by comp
+// (long_sum.cuh): a long sequence of merges stays within a few roundings.
+// A new max rescales s and comp alike (by exactly 1 while the max holds).
+__device__ __forceinline__ void merge_compensated(float& m, float& s, float& comp, Stats b) {
+  const float mm = fmaxf(m, b.m);
+  s = rescale(s, m, mm);
+  comp = rescale(comp, m, mm);
+  compensated_add(s, comp, rescale(b.s, b.m, mm));
+  m = mm;
 }
 template <int N>
 __device__ __forceinline__ void update(Stats& st, const float (&x)[N]) {

@@ -444,7 +444,8 @@ void plan_columns_cluster(SoftmaxFamilyPlan& d, int element_size, int vec) {
 
 // The dim is not the contiguous one: the rows layout's innermost dim are
 // the columns (strided if not contiguous), tiles of up to 32 vectors of
-// them; the dim is split over blocks for about 16 tasks per SM.
+// them; the dim is split over blocks for about 16 tasks per SM
+// (OPRT_TUNE_SOFTMAX_COLUMN_SPLITS, tests: fewer, for long chains per thread).
 template <class E>
 void plan_columns(SoftmaxFamilyPlan& d, const SoftmaxProblem& p) {
   const int element_size = p.src.element_size();
@@ -461,7 +462,7 @@ void plan_columns(SoftmaxFamilyPlan& d, const SoftmaxProblem& p) {
   d.ty = kColumnsThreads / d.tx;
   d.col_tiles = ceil_div(d.columns, int64_t{d.tx} * vec);
   const int64_t tiles = d.planes * d.col_tiles;
-  const int64_t want = ceil_div(current_device_info().sm_count * 16, tiles);
+  const int64_t want = tuned("SOFTMAX_COLUMN_SPLITS", ceil_div(current_device_info().sm_count * 16, tiles));
   d.splits = std::clamp<int64_t>(want, 1, std::max<int64_t>(1, d.length / (int64_t{d.ty} * 8)));
   d.chunk = ceil_div(d.length, d.splits);
   d.splits = ceil_div(d.length, d.chunk);

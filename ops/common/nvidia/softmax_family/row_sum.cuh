@@ -19,9 +19,9 @@
 //            neighbouring rows (out's innermost row dim), each reading its
 //            row down the dim twice; "strided" where the rows' innermost
 //            dim is not contiguous in every tensor
-// A thread's sum adds kSumChunk terms at a time, the chunk sums into its
-// total, so a long row's error grows with its length / kSumChunk + kSumChunk,
-// not its length.
+// A thread's sum adds kSumChunk terms at a time, the chunk sums into a
+// compensated total (long_sum.cuh), so a long row's error grows with
+// kSumChunk, not its length.
 //
 // An op supplies an epilogue E:
 //   __device__ static float term(float a, float b);          summed over the row
@@ -39,6 +39,7 @@
 #include "../cuda_types.cuh"
 #include "../group_reduce.cuh"
 #include "../launch.cuh"
+#include "../long_sum.cuh"
 #include "../offset_calc.cuh"
 
 namespace oprt::nvidia {
@@ -54,17 +55,19 @@ constexpr int kRowSumColumnThreads = 256;
 template <class E, class T>
 __device__ __forceinline__ float row_term_sum(const T* a, int64_t sa, const T* b, int64_t sb, int64_t first,
                                               int64_t step, int64_t n) {
-  float total = 0.0f, part = 0.0f;
+  LongSum total;
+  float part = 0.0f;
   int count = 0;
   for (int64_t i = first; i < n; i += step) {
     part += E::term(to_float(a[i * sa]), to_float(b[i * sb]));
     if (++count == kSumChunk) {
-      total += part;
+      total.add(part);
       part = 0.0f;
       count = 0;
     }
   }
-  return total + part;
+  total.add(part);
+  return total.value();
 }
 
 // G threads per row (0: the whole block); rows contiguous along the dim.
