@@ -4,7 +4,9 @@
 #define OPRT_COMMON_CPU_REDUCE_H_
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "cpu_types.h"
@@ -29,6 +31,19 @@ constexpr bool has_load8 = std::is_same_v<T, float> || std::is_same_v<T, half> |
 template <class T>
 constexpr bool has_load8 = false;
 #endif
+
+// sum += x with Kahan's compensation (comp: what earlier adds lost, sign
+// reversed; the total is sum - comp): for a running sum of an unbounded
+// count of folds, whose error then stays near one rounding. comp stays 0
+// once sum overflows, so an infinite total does not turn into NaN.
+template <class A>
+inline void compensated_add(A& sum, A& comp, A x) {
+  const A y = x - comp;
+  const A t = sum + y;
+  const A lost = (t - sum) - y;
+  comp = std::abs(t) <= std::numeric_limits<A>::max() ? lost : A(0);
+  sum = t;
+}
 
 // A running total of a sequence of partial sums, added pairwise (a binary
 // counter: the k-th level holds the sum of 2^k consecutive partials), so the

@@ -94,6 +94,7 @@ void run(const ReduceSumCpu& d, T* out, const T* src, acc_t<T>* partials) {
     int64_t offsets[2];
     const int64_t count = block_at(b, offsets);
     std::fill(acc, acc + count, A(0));
+    alignas(32) A lost[kColumns] = {};  // the columns kind: compensation of acc's folds
     const T* base = src + offsets[1];
     char* const bases[2] = {reinterpret_cast<char*>(const_cast<T*>(base)), nullptr};
     const int64_t stride = reduced.inner_stride(0);
@@ -102,10 +103,11 @@ void run(const ReduceSumCpu& d, T* out, const T* src, acc_t<T>* partials) {
     walk_runs(reduced, bases, sizes, begin, end, [&](char* const* p, int64_t n) {
       const T* q = reinterpret_cast<const T*>(p[0]);
       if (d.kind == Kind::kColumns && stride == 0) {  // one row repeated n times (broadcast): one rounding
-        for (int64_t j = 0; j < count; ++j) acc[j] += to_float(q[j]) * static_cast<A>(n);
+        for (int64_t j = 0; j < count; ++j) compensated_add(acc[j], lost[j], to_float(q[j]) * static_cast<A>(n));
       } else if (d.kind == Kind::kColumns) {
-        // Rows added kLaneRounds at a time into `part`, then into acc: each
-        // column's serial chain stays short (a chunk is up to 1024 rows).
+        // Rows added kLaneRounds at a time into `part`, then folded into acc
+        // compensated: a chunk of a narrow tensor has thousands of rows, and
+        // a plain chain of their folds would drift by a hundred roundings.
         for (int64_t i = 0; i < n;) {
           const int64_t end = std::min(n, i + kLaneRounds);
           alignas(32) A part[kColumns] = {};
@@ -115,13 +117,14 @@ void run(const ReduceSumCpu& d, T* out, const T* src, acc_t<T>* partials) {
             for (; i < end; ++i, q += stride)
               for (int64_t j = 0; j < count; ++j) part[j] += to_float(q[j]);
           }
-          for (int64_t j = 0; j < count; ++j) acc[j] += part[j];
+          for (int64_t j = 0; j < count; ++j) compensated_add(acc[j], lost[j], part[j]);
         }
       } else {
         runs.add(sum_strided(q, stride, n));
       }
     });
     if (d.kind != Kind::kColumns) acc[0] = runs.total();
+    for (int64_t j = 0; j < count; ++j) acc[j] -= lost[j];
     return count;
   };
   auto store = [&](int64_t b, const A* acc) {
