@@ -34,6 +34,12 @@ from operator_runtime_testing import (ACCUMULATION_EPS, TOLERANCES, assert_bitwi
                                       make_tensor, reduction_tolerance)
 
 NEEDS_CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+# Tests that compile CUDA (TileLang kernels) need nvcc, not a GPU.
+NEEDS_NVCC = pytest.mark.skipif(
+    not any(os.path.exists(os.path.join(d, "nvcc"))
+            for d in [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin"),
+                      *os.environ.get("PATH", "").split(os.pathsep)]),
+    reason="nvcc not found (CUDA_HOME or PATH)")
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 NAN = float("nan")
 F32_CODE, F16_CODE, BF16_CODE = (DTYPE_CODES[t] for t in (torch.float32, torch.float16, torch.bfloat16))

@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from cuda_helpers import NEEDS_NVCC
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -104,13 +106,8 @@ def test_compile_refuses_a_bad_arch(tmp_path):
     assert "--arch '90'" in run.stderr and "sm_90" in run.stderr
 
 
-def _nvcc_found() -> bool:
-    cuda_bin = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin")
-    return any(os.path.exists(os.path.join(d, "nvcc")) for d in [cuda_bin, *os.environ.get("PATH", "").split(os.pathsep)])
-
-
 @pytest.mark.skipif(importlib.util.find_spec("tilelang") is None, reason="tilelang not installed")
-@pytest.mark.skipif(not _nvcc_found(), reason="nvcc not found (CUDA_HOME or PATH)")
+@NEEDS_NVCC
 def test_compile_fills_the_tilelang_cache_once(tmp_path, monkeypatch):
     """compile builds every variant of an op into $TILELANG_CACHE_DIR; a
     second run finds them all there and writes nothing new."""

@@ -5,7 +5,6 @@ out_idx) compile and, on a GPU, run."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 import torch
@@ -13,15 +12,12 @@ import torch
 pytest.importorskip("tilelang")
 import tilelang  # noqa: E402
 
+from cuda_helpers import NEEDS_NVCC  # noqa: E402
 from operator_runtime._internal.tilelang_elementwise import COPY, contiguous  # noqa: E402
 from operator_runtime._internal.tilelang_kernels import discovered_ops, load_kernels  # noqa: E402
 
 TARGET = {"kind": "cuda", "arch": "sm_90"}
-HAS_NVCC = any(os.path.exists(os.path.join(d, "nvcc")) for d in
-               [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin"),
-                *os.environ.get("PATH", "").split(os.pathsep)])
 GPU = torch.cuda.is_available()
-needs_nvcc = pytest.mark.skipif(not HAS_NVCC, reason="nvcc not found (CUDA_HOME or PATH)")
 
 
 @pytest.mark.parametrize("op", discovered_ops())
@@ -32,7 +28,7 @@ def test_every_variant_lowers_to_tir(op):
         assert prim_func.params, name
 
 
-@needs_nvcc
+@NEEDS_NVCC
 def test_lazy_out_idx_form():
     kernel = tilelang.compile(load_kernels("copy").copy_lazy("float32"), out_idx=[-1], target=TARGET)
     assert "__global__" in kernel.get_kernel_source()
@@ -50,7 +46,7 @@ def test_eager_t_empty_form():
     assert torch.equal(copy_eager(x[:5]), x[:5])
 
 
-@needs_nvcc
+@NEEDS_NVCC
 def test_contiguous_copy_is_vectorized():
     kernel = tilelang.compile(contiguous(COPY, "float16", "float16", 8), target=TARGET)
     assert "uint4" in kernel.get_kernel_source()

@@ -24,9 +24,9 @@ them. An op built on a shared layer is an instance of it:
 from ._internal.tilelang_device import (DTYPES, F32, MAX_GRID_Y, NEG_INF, PASS_CONFIGS, RESIDENT_BLOCKS,
                                         TARGET_BLOCKS, WARP, block_max, block_sum, column_tile, compensated_add,
                                         exp_term, fast_exp, itemsize, load_column_round, pass_configs, rescale,
-                                        rows_per_warp, scaled,
-                                        segments, term_under_neg_inf_max, tuned_off, vector_width, warp_max,
-                                        warp_sum, with_bounds_trusted, with_denormals_flushed, with_stores_lowered)
+                                        rows_per_warp, scaled, segments, term_under_neg_inf_max, tuned_off,
+                                        vector_width, warp_max, warp_sum, with_bounds_trusted,
+                                        with_denormals_flushed, with_stores_lowered)
 from ._internal.tilelang_elementwise import COPY, Binary, Unary, identity
 from ._internal.tilelang_row_sum import RowSumFamily
 from ._internal.tilelang_softmax import SoftmaxFamily

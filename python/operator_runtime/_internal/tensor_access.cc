@@ -98,7 +98,7 @@ Py_ssize_t signature(PyObject* object, int64_t* words, Py_ssize_t capacity) {
 // makes the call.
 PyObject* empty_like(PyObject* object) {
   const at::Tensor* t = tensor_of(object);
-  if (t == nullptr || t->is_nested() || at::impl::PythonTorchFunctionTLS::stack_len() > 0 ||
+  if (t == nullptr || at::impl::PythonTorchFunctionTLS::stack_len() > 0 ||
       c10::impl::TorchDispatchModeTLS::any_modes_set())
     return nullptr;
   PyObject* result = nullptr;

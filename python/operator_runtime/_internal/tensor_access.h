@@ -23,7 +23,8 @@ typedef struct {
   int (*grad_enabled)(void);                              /* torch.is_grad_enabled(): 1 or 0 */
   int (*bump_version)(PyObject* tensor);                  /* torch._C._increment_version((t,)): 0, or -1 */
   /* t's dtype, device, shape and strides as words[0 .. n) (n returned; -1
-   * when they do not fit in capacity words or t is not a strided tensor):
+   * when they do not fit in capacity words or t has no plain strided
+   * layout: nested, symbolic or custom sizes):
    * two tensors give equal words exactly when their (dtype, shape, stride(),
    * device) tuples are equal. */
   Py_ssize_t (*signature)(PyObject* tensor, int64_t* words, Py_ssize_t capacity);

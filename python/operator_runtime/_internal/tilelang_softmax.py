@@ -58,9 +58,9 @@ import tilelang.language as T
 import torch
 
 from .tilelang_device import (DTYPES, F32, MAX_GRID_Y, NEG_INF, RESIDENT_BLOCKS, TARGET_BLOCKS, block_max, block_sum,
-                              column_tile, compensated_add, exp_term, fast_exp, load_column_round, rescale, rows_per_warp, scaled,
-                              segments, term_under_neg_inf_max, tuned_off, vector_width, with_bounds_trusted,
-                              with_denormals_flushed, with_stores_lowered)
+                              column_tile, compensated_add, exp_term, fast_exp, load_column_round, rescale,
+                              rows_per_warp, scaled, segments, term_under_neg_inf_max, tuned_off, vector_width,
+                              with_bounds_trusted, with_denormals_flushed, with_stores_lowered)
 
 
 class SoftmaxFamily:

@@ -19,8 +19,9 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--backend", default="best", help="backend name, or 'best'")
     check.add_argument("--op", nargs="+", default=["all"], choices=bench.OPS + ("all",), metavar="OP",
                        help=f"one or more of {', '.join(bench.OPS)}, or all")
-    compile_kernels.add_arguments(commands.add_parser("compile", help="build every TileLang kernel ahead of time into its "
-                                              "disk cache", description=compile_kernels.__doc__.split("\n\n")[0]))
+    compile_kernels.add_arguments(commands.add_parser(
+        "compile", help="build every TileLang kernel ahead of time into its disk cache",
+        description=compile_kernels.__doc__.split("\n\n")[0]))
     return p
 
 
