@@ -61,6 +61,8 @@
 //                                     test: emu tuned-rows-unroll-8, tuned-split-unroll-4
 //   REDUCE_WAVES                    rows: resident grids in the grid
 //                                     test: emu tuned-wide-groups-loop*
+//   ROW_SUM_SPLITS                  chunks per contiguous softmax_backward-family row (1: rows_block)
+//                                     test: cuda rows-block-told, rows-split-told; emu block-wide, split-*
 //   SOFTMAX_CLUSTER_MAX             largest rows_cluster (1: none)
 //                                     test: emu long-resident*, long-split*
 //   SOFTMAX_COLUMN_CLUSTER          0: columns, not columns_cluster

@@ -15,7 +15,7 @@
 // the variants (column 2 of each line) that must all have run:
 // emulate sources: common/softmax_plan.cc softmax_backward/nvidia/softmax_backward_nvidia.cu
 // emulate column: 2
-// emulate variants: empty rows_warp rows_block columns strided
+// emulate variants: empty rows_warp rows_block rows_split columns strided
 #include "harness_util.h"
 #include "log_softmax_backward/log_softmax_backward_api.h"
 #include "softmax_backward/softmax_backward_api.h"
@@ -48,6 +48,7 @@ struct Case {
   int32_t dim = -1;
   View output;  // shape empty: grad's shape, contiguous
   View out;     // shape empty: grad's shape, contiguous
+  std::vector<std::pair<std::string, std::string>> tune;  // OPRT_TUNE_<name>=<value> at create
 };
 
 // The op on one row in float64; `scale` gets, per element, the size of the
@@ -89,7 +90,7 @@ bool run(Case c, int dtype, uint32_t seed) {
   const oprt_tensor_view_t out_view = c_view(c.out, dtype, out.origin), grad_view = c_view(c.grad, dtype, grad.origin),
                            output_view = c_view(c.output, dtype, output.origin);
   const Lifecycle run = run_lifecycle(
-      {},
+      c.tune,
       [&](oprt_descriptor_t* desc) {
         return OPRT_HARNESS_ENTRY(oprt_create_, _descriptor_ex_nvidia)(desc, &out_view, &grad_view, &output_view,
                                                                        c.dim);
@@ -140,7 +141,14 @@ int main() {
       {"warp-out-strided", {{50, 64}}, 1, {}, {{50, 64}, {80, 1}}},
       {"block", {{12, 3000}}, -1},
       {"block-odd-head", {{9, 3001}, {}, 5}, -1, {{9, 3001}, {3100, 1}}},
-      {"block-wide", {{3, 20000}}, -1},
+      {"block-wide", {{3, 20000}}, -1, {}, {}, {{"ROW_SUM_SPLITS", "1"}}},
+      {"block-misaligned-output", {{9, 3000}, {3001, 1}, 1}, -1},
+      {"block-shifted-both", {{9, 3000}, {}, 3}, -1, {{9, 3000}, {}, 3}},
+      // (the emulated GPU's 4 SMs: fewer than 8 rows split)
+      {"split", {{3, 20000}}, -1},
+      {"split-odd-heads", {{2, 17001}, {17003, 1}, 3}, 1, {{2, 17001}, {17003, 1}, 3}, {{2, 17001}, {17005, 1}, 2}},
+      {"split-grad-out-misaligned", {{2, 9000}, {}, 1}, -1, {}, {{2, 9000}, {}, 5}, {{"ROW_SUM_SPLITS", "3"}}},
+      {"split-one-row-many-chunks", {{5000}}, 0, {}, {}, {{"ROW_SUM_SPLITS", "40"}}},
       {"single-element-rows", {{40, 1}}, 1},
       {"one-row", {{777}}, 0},
       {"scalar", {{}}, 0},

@@ -14,6 +14,7 @@ constexpr const char* kNames[3] = {"out", "grad", "output"};
 // log_softmax output is <= 0, but the op takes any input), and exp(y)
 // multiplies the row's sum, so its error is not hidden by a normalization.
 struct LogSoftmaxGradEpilogue {
+  static constexpr bool kTermReadsB = false;
   __device__ static float term(float g, float /*y*/) { return g; }
   __device__ static float out(float g, float y, float s) { return g - expf(y) * s; }
 };
@@ -28,9 +29,9 @@ LogSoftmaxBackwardNvidia* create(const oprt_tensor_view_t* out, const oprt_tenso
   return create_row_sum_family<LogSoftmaxBackwardNvidia>(out, grad, output, dim, kNames);
 }
 
-void execute(const LogSoftmaxBackwardNvidia& d, void* /*workspace*/, void* out, const void* grad,
+void execute(const LogSoftmaxBackwardNvidia& d, void* workspace, void* out, const void* grad,
              const void* output, void* stream) {
-  execute_row_sum_family<LogSoftmaxGradEpilogue>(d, out, grad, output, stream, kNames);
+  execute_row_sum_family<LogSoftmaxGradEpilogue>(d, workspace, out, grad, output, stream, kNames);
 }
 
 }  // namespace

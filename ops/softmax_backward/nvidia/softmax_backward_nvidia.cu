@@ -25,9 +25,9 @@ SoftmaxBackwardNvidia* create(const oprt_tensor_view_t* out, const oprt_tensor_v
   return create_row_sum_family<SoftmaxBackwardNvidia>(out, grad, output, dim, kNames);
 }
 
-void execute(const SoftmaxBackwardNvidia& d, void* /*workspace*/, void* out, const void* grad, const void* output,
+void execute(const SoftmaxBackwardNvidia& d, void* workspace, void* out, const void* grad, const void* output,
              void* stream) {
-  execute_row_sum_family<SoftmaxGradEpilogue>(d, out, grad, output, stream, kNames);
+  execute_row_sum_family<SoftmaxGradEpilogue>(d, workspace, out, grad, output, stream, kNames);
 }
 
 }  // namespace

@@ -8,24 +8,39 @@
 // a running (max, sum) pair: rows held in registers or shared memory,
 // bulk copies of one source, the columns' (max, sum) partials. A second
 // input there would add registers and traffic to the forward kernels, so
-// the two-input ops plan a subset of their own, which covers every layout:
-//   rows_warp / rows_block  the dim contiguous in all three tensors: a
-//            group of G threads per row (a power of two up to a warp for
-//            rows of up to 128, else the whole block), each thread summing
-//            the elements lane, lane + G, ... (coalesced), the group's sums
-//            combined by shuffles and the block's warp slots; then each
-//            thread writes its elements, read again (from L1 or L2)
+// the two-input ops plan a subset of their own, sharing the forward's
+// chunk walk (visit_chunk, long_rows.cuh), which covers every layout:
+//   rows_warp  the dim contiguous in all three tensors, rows of up to 128:
+//            a group of G threads per row (a power of two up to a warp),
+//            each summing the elements lane, lane + G, ... (coalesced),
+//            the group's sums combined by shuffles; then each thread
+//            writes its elements, read again (from L1)
+//   rows_block  longer contiguous rows, a block per row: 16-byte loads of
+//            a and b where the row's a and b start equally far from a
+//            16-byte boundary (element loads otherwise), the sum combined
+//            over the block; the write pass walks the row backwards, so it
+//            starts on what L1 and L2 still hold
+//   rows_split  the same rows when they are too few to give every SM two
+//            blocks: each row cut into chunks over blocks, two launches;
+//            pass 1 writes each chunk's sum to the workspace, pass 2
+//            (launched early, sm_90) adds its row's chunk sums and writes
+//            its chunk, tasks last to first, each chunk backwards (what
+//            pass 1 read last is likeliest still in L2)
 //   columns  any other layout: a thread per row, neighbouring threads on
 //            neighbouring rows (out's innermost row dim), each reading its
 //            row down the dim twice; "strided" where the rows' innermost
 //            dim is not contiguous in every tensor
-// A thread's sum adds kSumChunk terms at a time, the chunk sums into a
-// compensated total (long_sum.cuh), so a long row's error grows with
-// kSumChunk, not its length.
+// Every sum that runs long is compensated (long_sum.cuh): a thread adds
+// a round of its loads (or kSumChunk elements) at a time into a
+// compensated total, split chunks' sums likewise, so a long row's error
+// grows with the round, not its length. Every block of a row combines
+// its partials in the same order: bitwise the same s.
 //
 // An op supplies an epilogue E:
 //   __device__ static float term(float a, float b);          summed over the row
 //   __device__ static float out(float a, float b, float s);  each output
+//   static constexpr bool kTermReadsB = false;  (optional) term ignores b:
+//            the sum passes skip b's loads
 // NaN and inf reach the outputs through the arithmetic, as in torch's
 // backward kernels.
 #ifndef OPRT_COMMON_NVIDIA_SOFTMAX_FAMILY_ROW_SUM_CUH_
@@ -33,20 +48,22 @@
 
 #include <algorithm>
 #include <memory>
+#include <type_traits>
 
 #include "../../descriptor.h"
 #include "../../softmax_plan.h"
+#include "../../tuning.h"
 #include "../cuda_types.cuh"
 #include "../group_reduce.cuh"
 #include "../launch.cuh"
 #include "../long_sum.cuh"
 #include "../offset_calc.cuh"
+#include "long_rows.cuh"
 
 namespace oprt::nvidia {
 namespace {
 
 constexpr int kSumChunk = 32;
-constexpr int kRowSumMaxBlock = 1024;
 constexpr int kRowSumColumnThreads = 256;
 
 // ---- kernels -------------------------------------------------------------------------
@@ -70,25 +87,176 @@ __device__ __forceinline__ float row_term_sum(const T* a, int64_t sa, const T* b
   return total.value();
 }
 
-// G threads per row (0: the whole block); rows contiguous along the dim.
+// G threads per row (a power of two up to a warp); rows contiguous along the dim.
 template <class E, class T, int G, class Index>
-__global__ void __launch_bounds__(kRowSumMaxBlock)
+__global__ void __launch_bounds__(256)
 row_sum_rows_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> rows, int64_t nrows, int64_t length) {
-  __shared__ float slots[kMaxWarps];
-  const int tpr = G ? G : blockDim.x;
-  const int groups = blockDim.x / tpr, group = threadIdx.x / tpr, lane = threadIdx.x % tpr;
+  const int groups = blockDim.x / G, group = threadIdx.x / G, lane = threadIdx.x % G;
   for (int64_t base = int64_t{blockIdx.x} * groups; base < nrows; base += int64_t{gridDim.x} * groups) {
     const int64_t row = base + group;
-    const bool valid = row < nrows;  // every thread reaches the reductions below
+    const bool valid = row < nrows;  // every lane reaches the shuffles below
     int64_t offsets[3] = {0, 0, 0};
     if (valid) rows.get(static_cast<Index>(row), offsets);
     const T* pa = a + offsets[1];
     const T* pb = b + offsets[2];
     T* q = out + offsets[0];
-    float s = valid ? row_term_sum<E>(pa, 1, pb, 1, lane, tpr, length) : 0.0f;
-    s = G ? group_allreduce<(G ? G : 1)>(s, SumOp{}, slots) : block_allreduce(s, SumOp{}, slots);
+    float s = valid ? row_term_sum<E>(pa, 1, pb, 1, lane, G, length) : 0.0f;
+    s = group_allreduce<G>(s, SumOp{}, nullptr);
     if (!valid) continue;
-    for (int64_t i = lane; i < length; i += tpr) q[i] = from_float<T>(E::out(to_float(pa[i]), to_float(pb[i]), s));
+    for (int64_t i = lane; i < length; i += G) q[i] = from_float<T>(E::out(to_float(pa[i]), to_float(pb[i]), s));
+  }
+}
+
+// Whether E's term reads b (E::kTermReadsB, true where E does not say).
+template <class E, class = void>
+struct TermReadsB : std::true_type {};
+template <class E>
+struct TermReadsB<E, std::void_t<decltype(E::kTermReadsB)>> : std::bool_constant<E::kTermReadsB> {};
+
+constexpr int kRowSumUnroll = 4;          // 16-byte vectors of each input in flight per thread
+constexpr int kRowSumSplitThreads = 256;  // rows_split blocks
+constexpr int kRowSumSplitMinBlocks = 4;  // resident per SM: at most 64 registers
+
+// Whether row elements from c0 on of a and b take 16-byte loads together:
+// both start equally far from a 16-byte boundary.
+template <class T>
+__device__ __forceinline__ bool vectors_match(const T* pa, const T* pb, int64_t c0) {
+  return misalignment16(pa + c0) == misalignment16(pb + c0);
+}
+
+// This thread's share (of kBlock threads) of the sum of E::term over row
+// elements [c0, c1) of pa and pb (contiguous): a round of vectors at a
+// time, each round's terms added in a plain float, the rounds compensated.
+template <class E, class T, int kBlock>
+__device__ __forceinline__ float chunk_term_sum(const T* pa, const T* pb, int64_t c0, int64_t c1) {
+  constexpr int VEC = kVec16<T>, U = kRowSumUnroll;
+  constexpr bool kB = TermReadsB<E>::value;
+  if (kB && !vectors_match(pa, pb, c0)) return row_term_sum<E>(pa, 1, pb, 1, c0 + threadIdx.x, kBlock, c1);
+  LongSum total;
+  visit_chunk<false, U, kBlock>(
+      pa, c0, c1,
+      [&](const Raw16 (&ra)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
+        Raw16 rb[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (kB && ok[u]) rb[u] = load_raw(pb + at[u]);
+        float part = 0.0f;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          if (!ok[u]) continue;
+          float x[VEC], y[VEC] = {};
+          raw_to_floats_widened<T>(ra[u], x);
+          if (kB) raw_to_floats_widened<T>(rb[u], y);
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) part += E::term(x[e], y[e]);
+        }
+        total.add(part);
+      },
+      [&](int64_t i) { total.add(E::term(to_float(pa[i]), kB ? to_float(pb[i]) : 0.0f)); });
+  return total.value();
+}
+
+// q[i] = E::out(pa[i], pb[i], s) over [c0, c1) (kBlock threads), walked
+// last round first: it starts on what the sum pass read last.
+template <class E, class T, int kBlock>
+__device__ __forceinline__ void chunk_write(T* q, const T* pa, const T* pb, int64_t c0, int64_t c1, float s) {
+  constexpr int VEC = kVec16<T>, U = kRowSumUnroll;
+  const auto scalar = [&](int64_t i) { q[i] = from_float<T>(E::out(to_float(pa[i]), to_float(pb[i]), s)); };
+  if (!vectors_match(pa, pb, c0)) {
+    for (int64_t i = c1 - 1 - threadIdx.x; i >= c0; i -= kBlock) scalar(i);
+    return;
+  }
+  const bool whole = stores_whole(q, first_aligned(pa, c0, c1), int64_t{1});
+  visit_chunk<true, U, kBlock>(
+      pa, c0, c1,
+      [&](const Raw16 (&ra)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
+        Raw16 rb[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (ok[u]) rb[u] = load_raw(pb + at[u]);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          if (!ok[u]) continue;
+          float x[VEC], y[VEC];
+          raw_to_floats_widened<T>(ra[u], x);
+          raw_to_floats_widened<T>(rb[u], y);
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) x[e] = E::out(x[e], y[e], s);
+          if (whole) {
+            store_floats<VEC>(q + at[u], x);
+          } else {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) q[at[u] + e] = from_float<T>(x[e]);
+          }
+        }
+      },
+      scalar);
+}
+
+// rows_block: a block of kBlock threads per row (grid-stride over rows);
+// at most 64 registers, so 1024 threads' worth of blocks fit on an SM.
+template <class E, class T, class Index, int kBlock>
+__global__ void __launch_bounds__(kBlock, 1024 / kBlock)
+row_sum_block_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> rows, int64_t nrows, int64_t length) {
+  __shared__ float slots[kMaxWarps];
+  for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {
+    int64_t offsets[3];
+    rows.get(static_cast<Index>(row), offsets);
+    const T* pa = a + offsets[1];
+    const T* pb = b + offsets[2];
+    const float s = block_allreduce(chunk_term_sum<E, T, kBlock>(pa, pb, 0, length), SumOp{}, slots);
+    chunk_write<E, T, kBlock>(out + offsets[0], pa, pb, 0, length, s);
+  }
+}
+
+// rows_split: task t is chunk t % splits of row t / splits.
+struct RowSumSplitArgs {
+  int64_t nrows, length, splits, chunk;
+  float* partials;  // [row][split]: each chunk's sum
+};
+
+template <class Index>
+struct RowChunk {
+  int64_t row, c0, c1;
+  int64_t at[3];  // the row's offsets in out, a, b
+  __device__ RowChunk(const OffsetCalc<3, Index>& rows, const RowSumSplitArgs& args, int64_t task) {
+    row = task / args.splits;
+    c0 = (task - row * args.splits) * args.chunk;
+    c1 = min(args.length, c0 + args.chunk);
+    rows.get(static_cast<Index>(row), at);
+  }
+};
+
+// Pass 1: each chunk's sum into the workspace. Lets pass 2 launch early.
+template <class E, class T, class Index>
+__global__ void __launch_bounds__(kRowSumSplitThreads, kRowSumSplitMinBlocks)
+row_sum_split_sum_kernel(const T* a, const T* b, OffsetCalc<3, Index> rows, RowSumSplitArgs args) {
+  __shared__ float slots[kMaxWarps];
+  allow_early_launch();
+  const int64_t tasks = args.nrows * args.splits;
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const RowChunk<Index> c(rows, args, task);
+    const float part = chunk_term_sum<E, T, kRowSumSplitThreads>(a + c.at[1], b + c.at[2], c.c0, c.c1);
+    const float s = block_allreduce(part, SumOp{}, slots);
+    if (threadIdx.x == 0) args.partials[task] = s;
+  }
+}
+
+// Pass 2: the row's chunk sums added (compensated, in a fixed order), then
+// the chunk written; tasks taken last to first.
+template <class E, class T, class Index>
+__global__ void __launch_bounds__(kRowSumSplitThreads, kRowSumSplitMinBlocks)
+row_sum_split_write_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> rows, RowSumSplitArgs args) {
+  __shared__ float slots[kMaxWarps];
+  wait_for_prior_grid();
+  const int64_t tasks = args.nrows * args.splits;
+  for (int64_t t = blockIdx.x; t < tasks; t += gridDim.x) {
+    const RowChunk<Index> c(rows, args, tasks - 1 - t);
+    LongSum total;
+    for (int64_t j = threadIdx.x; j < args.splits; j += kRowSumSplitThreads)
+      total.add(args.partials[c.row * args.splits + j]);
+    const float s = block_allreduce(total.value(), SumOp{}, slots);
+    chunk_write<E, T, kRowSumSplitThreads>(out + c.at[0], a + c.at[1], b + c.at[2], c.c0, c.c1, s);
   }
 }
 
@@ -115,7 +283,7 @@ row_sum_columns_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> rows
 }
 
 // ---- plan ----------------------------------------------------------------------------
-enum class RowSumKind { kEmpty, kRows, kColumns };
+enum class RowSumKind { kEmpty, kRows, kSplit, kColumns };
 
 // The plan of a two-input op, the base of its descriptor (which adds its
 // kName; see softmax_backward_nvidia.cu).
@@ -126,12 +294,18 @@ struct RowSumPlan : oprt_descriptor {
   int64_t length = 1, nrows = 0;
   RowSumStrides strides{1, 1, 1};
   StridedLayout<3> rows;  // every other dim: operand 0 = out, 1 = a, 2 = b
-  int group = 0;          // rows: threads per row (<= 32), or 0 with `block` threads per row
+  int group = 0;          // rows_warp: threads per row (<= 32); 0: rows_block, `block` threads per row
   int block = 256;
+  int64_t splits = 1, chunk = 0;  // rows_split: chunks per row, elements per chunk
 };
 
-// Threads per row: a quarter of the row up to a warp, then a block of
-// about one thread per 8 elements (256 to 1024 threads).
+// Contiguous rows: rows_warp up to 128 elements (a quarter of the row per
+// lane, up to a warp); longer rows a block each (256 to 1024 threads,
+// about a round of kRowSumUnroll vectors each), or rows_split where fewer
+// rows than two per SM leave SMs idle and the rows hold two rounds of a
+// split block's loads or more: about 4 blocks per SM in all, no chunk
+// shorter than one such round (OPRT_TUNE_ROW_SUM_SPLITS: the chunks per
+// row, 1: rows_block).
 inline void plan_row_sum_rows(RowSumPlan& d) {
   d.kind = RowSumKind::kRows;
   const int64_t quarter = ceil_div(d.length, 4);
@@ -141,8 +315,22 @@ inline void plan_row_sum_rows(RowSumPlan& d) {
     d.variant = "rows_warp";
     return;
   }
+  const int vec = 16 / static_cast<int>(find_dtype(d.dtype)->size);
+  const int64_t vectors = ceil_div(d.length, vec), sms = current_device_info().sm_count;
+  const int64_t round = int64_t{kRowSumSplitThreads} * kRowSumUnroll * vec;
+  int64_t planned = 1;
+  if (d.nrows < 2 * sms) planned = std::min(ceil_div(4 * sms, d.nrows), d.length / round);
+  const int64_t splits = std::clamp<int64_t>(tuned("ROW_SUM_SPLITS", planned), 1, vectors);
+  if (splits > 1) {
+    d.kind = RowSumKind::kSplit;
+    d.chunk = ceil_div(ceil_div(d.length, splits), vec) * vec;  // chunks start on a row's 16-byte boundaries
+    d.splits = ceil_div(d.length, d.chunk);
+    d.workspace_bytes = static_cast<size_t>(d.nrows * d.splits) * sizeof(float);
+    d.variant = "rows_split";
+    return;
+  }
   d.group = 0;
-  d.block = static_cast<int>(std::clamp<int64_t>(ceil_div(ceil_div(d.length, 8), 32) * 32, 256, kRowSumMaxBlock));
+  d.block = static_cast<int>(std::clamp<int64_t>(floor_pow2(ceil_div(vectors, kRowSumUnroll)), 256, 1024));
   d.variant = "rows_block";
 }
 
@@ -178,7 +366,7 @@ D* create_row_sum_family(const oprt_tensor_view_t* out, const oprt_tensor_view_t
 
 // ---- execute -------------------------------------------------------------------------
 template <class E, class T, class Index>
-void launch_row_sum(const RowSumPlan& d, T* out, const T* a, const T* b, cudaStream_t stream) {
+void launch_row_sum(const RowSumPlan& d, void* workspace, T* out, const T* a, const T* b, cudaStream_t stream) {
   const OffsetCalc<3, Index> rows(d.rows);
   if (d.kind == RowSumKind::kColumns) {
     const unsigned grid = grid_for(ceil_div(d.nrows, kRowSumColumnThreads), 2048 / kRowSumColumnThreads, 4);
@@ -187,21 +375,34 @@ void launch_row_sum(const RowSumPlan& d, T* out, const T* a, const T* b, cudaStr
     check_launch("row_sum_columns_kernel");
     return;
   }
-  const int groups = d.group ? d.block / d.group : 1;
-  const unsigned grid = grid_for(ceil_div(d.nrows, groups), std::max(1, 2048 / d.block), 4);
-  const auto run = [&](auto group) {
+  if (d.kind == RowSumKind::kSplit) {
+    const RowSumSplitArgs args{d.nrows, d.length, d.splits, d.chunk, static_cast<float*>(workspace)};
+    const unsigned grid = grid_one_shot(d.nrows * d.splits);
+    row_sum_split_sum_kernel<E, T, Index><<<grid, kRowSumSplitThreads, 0, stream>>>(a, b, rows, args);
+    check_launch("row_sum_split_sum_kernel");
+    return launch_early_if(true, row_sum_split_write_kernel<E, T, Index>, grid, kRowSumSplitThreads, 0, stream, out,
+                           a, b, rows, args);
+  }
+  if (d.group == 0) {
+    const unsigned grid = grid_for(d.nrows, std::max(1, 2048 / d.block), 4);
+    return visit_pow2<256, 1024>(d.block, "rows_block: threads per row", [&](auto block) {
+      constexpr int kBlock = decltype(block)::value;
+      row_sum_block_kernel<E, T, Index, kBlock><<<grid, kBlock, 0, stream>>>(out, a, b, rows, d.nrows, d.length);
+      check_launch("row_sum_block_kernel");
+    });
+  }
+  const unsigned grid = grid_for(ceil_div(d.nrows, d.block / d.group), 2048 / d.block, 4);
+  visit_pow2<1, 32>(d.group, "rows_warp: threads per row", [&](auto group) {
     row_sum_rows_kernel<E, T, decltype(group)::value, Index><<<grid, d.block, 0, stream>>>(out, a, b, rows, d.nrows,
                                                                                            d.length);
     check_launch("row_sum_rows_kernel");
-  };
-  if (d.group == 0) return run(std::integral_constant<int, 0>{});
-  visit_pow2<1, 32>(d.group, "rows_warp: threads per row", run);
+  });
 }
 
 // Runs the plan d of epilogue E: the body of an op's execute.
 template <class E>
-void execute_row_sum_family(const RowSumPlan& d, void* out, const void* a, const void* b, void* stream_handle,
-                            const char* const (&names)[3]) {
+void execute_row_sum_family(const RowSumPlan& d, void* workspace, void* out, const void* a, const void* b,
+                            void* stream_handle, const char* const (&names)[3]) {
   const cudaStream_t stream = static_cast<cudaStream_t>(stream_handle);
   const int64_t numel = d.nrows * d.length;
   require_data(out, names[0], numel);
@@ -212,7 +413,7 @@ void execute_row_sum_family(const RowSumPlan& d, void* out, const void* a, const
   dispatch_dtype(d.dtype, [&](auto type) {
     using T = decltype(type);
     dispatch_index(d.nrows, [&](auto index) {
-      launch_row_sum<E, T, decltype(index)>(d, static_cast<T*>(out), static_cast<const T*>(a),
+      launch_row_sum<E, T, decltype(index)>(d, workspace, static_cast<T*>(out), static_cast<const T*>(a),
                                             static_cast<const T*>(b), stream);
     });
   });

@@ -1,0 +1,73 @@
+"""The NVIDIA softmax family's two-input layer (row_sum.cuh: rows_warp,
+rows_block, rows_split, columns, strided) on a GPU, for
+every op of family "along_dim_backward" (softmax_backward,
+log_softmax_backward): each variant at moderate sizes (also the
+compute-sanitizer subset, `-k test_variant`), forced through OPRT_TUNE_*
+knobs (ops/common/tuning.h) where the planner keeps it for other shapes,
+with the variant names the planner reports, checked against the
+description's reference in float64.
+
+    python -m pytest ops/common/nvidia/test_row_sum_nvidia.py --backend nvidia -q
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from cuda_helpers import (NAN, NEEDS_CUDA, assert_variant, call, check_result, cuda_backend,  # noqa: F401
+                          dtype_params, equal_bits, expected_variant, family, op_params, prepare, set_tune,
+                          variant_inputs)
+
+pytestmark = NEEDS_CUDA
+
+OPS = op_params(family("along_dim_backward"))
+
+# (name, input shapes, input layout, params); every case runs for every op of the family.
+# ROW_SUM_SPLITS: chunks per contiguous row (1: rows_block).
+VARIANT_CASES = [
+    ("rows-warp", [(4096, 100), (4096, 100)], "contiguous", {"dim": -1, "nvidia_variant": "rows_warp"}),
+    ("rows-warp-unaligned", [(333, 37), (333, 37)], "offset", {"dim": -1, "nvidia_variant": "rows_warp"}),
+    ("rows-block", [(4096, 4096), (4096, 4096)], "contiguous", {"dim": -1, "nvidia_variant": "rows_block"}),
+    # rows not whole vectors long: each row at another 16-byte alignment, vector loads past its head
+    ("rows-block-odd", [(1000, 3001), (1000, 3001)], "contiguous", {"dim": -1, "nvidia_variant": "rows_block"}),
+    # grad and output at different alignments: element loads
+    ("rows-block-sliced", [(1000, 3000), (1000, 3000)], "sliced-rows", {"dim": -1, "nvidia_variant": "rows_block"}),
+    ("rows-block-1024-threads", [(512, 65536), (512, 65536)], "contiguous",
+     {"dim": -1, "nvidia_variant": "rows_block"}),
+    ("rows-block-told", [(4, 1 << 20), (4, 1 << 20)], "contiguous",
+     {"dim": -1, "tune": {"ROW_SUM_SPLITS": 1}, "nvidia_variant": "rows_block"}),
+    # few long rows: each cut into chunks over blocks, two launches
+    ("rows-split", [(4, 1 << 20), (4, 1 << 20)], "contiguous", {"dim": -1, "nvidia_variant": "rows_split"}),
+    ("rows-split-vocab", [(32, 151936), (32, 151936)], "contiguous", {"dim": -1, "nvidia_variant": "rows_split"}),
+    ("rows-split-unaligned", [(5, 270001), (5, 270001)], "offset", {"dim": -1, "nvidia_variant": "rows_split"}),
+    ("rows-split-sliced", [(3, 300001), (3, 300001)], "sliced-rows", {"dim": -1, "nvidia_variant": "rows_split"}),
+    ("rows-split-told", [(256, 8192), (256, 8192)], "contiguous",
+     {"dim": -1, "tune": {"ROW_SUM_SPLITS": 7}, "nvidia_variant": "rows_split"}),
+    # the dim not the contiguous one
+    ("columns", [(4096, 1024), (4096, 1024)], "contiguous", {"dim": 0, "nvidia_variant": "columns"}),
+    ("columns-3d", [(64, 300, 257), (64, 300, 257)], "contiguous", {"dim": 1}),
+    ("strided", [(500, 300), (500, 300)], "transposed", {"dim": -1}),
+]
+
+
+@pytest.mark.parametrize("dt", dtype_params())
+@pytest.mark.parametrize("case", VARIANT_CASES, ids=[c[0] for c in VARIANT_CASES])
+@pytest.mark.parametrize("description", OPS)
+def test_variant(cuda_backend, description, case, dt, record_property, monkeypatch, request):
+    """prepare_op and op() on layouts chosen to reach every variant (the
+    variant is recorded in the junit XML); the sanitizer runs these."""
+    name, shapes, layout, params = case
+    name = f"{description.name} {name}"
+    set_tune(params.get("tune", {}), monkeypatch, request)
+    inputs = variant_inputs(shapes, layout, dt)
+    dim = params["dim"]
+    out = torch.full(inputs[0].shape, NAN, dtype=dt, device="cuda")
+    with prepare(description, out, inputs, {"dim": dim}, cuda_backend) as prepared:
+        prepared.run()
+        variant = prepared.variant
+    check_result(description, out, inputs, {"dim": dim}, name)
+    equal_bits(call(description, inputs, {"dim": dim}, cuda_backend), out, f"{name}: {description.name}() vs prepared")
+    record_property("variant", variant)
+    print(f"{name} {dt}: variant {variant}")
+    assert_variant(cuda_backend, name, variant, expected_variant(params, dt))
