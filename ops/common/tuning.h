@@ -61,6 +61,8 @@
 //                                     test: emu tuned-rows-unroll-8, tuned-split-unroll-4
 //   REDUCE_WAVES                    rows: resident grids in the grid
 //                                     test: emu tuned-wide-groups-loop*
+//   ROW_SUM_COLUMN_SPLITS           splits of a softmax_backward-family columns tile's dim over blocks
+//                                     test: cuda columns, strided-split; emu *-split-told, *-split
 //   ROW_SUM_SPLITS                  chunks per contiguous softmax_backward-family row (1: rows_block)
 //                                     test: cuda rows-block-told, rows-split-told; emu block-wide, split-*
 //   SOFTMAX_CLUSTER_MAX             largest rows_cluster (1: none)

@@ -15,7 +15,7 @@
 // the variants (column 2 of each line) that must all have run:
 // emulate sources: common/softmax_plan.cc softmax_backward/nvidia/softmax_backward_nvidia.cu
 // emulate column: 2
-// emulate variants: empty rows_warp rows_block rows_split columns strided
+// emulate variants: empty rows_warp rows_block rows_split columns columns_split strided strided_split
 #include "harness_util.h"
 #include "log_softmax_backward/log_softmax_backward_api.h"
 #include "softmax_backward/softmax_backward_api.h"
@@ -152,7 +152,11 @@ int main() {
       {"single-element-rows", {{40, 1}}, 1},
       {"one-row", {{777}}, 0},
       {"scalar", {{}}, 0},
-      {"columns", {{300, 70}}, 0},
+      {"columns", {{100, 70}}, 0},
+      {"columns-split", {{300, 70}}, 0},
+      {"columns-split-told", {{300, 70}}, 0, {}, {}, {{"ROW_SUM_COLUMN_SPLITS", "5"}}},
+      {"columns-narrow-split", {{700, 3}}, 0, {}, {}, {{"ROW_SUM_COLUMN_SPLITS", "4"}}},
+      {"columns-out-strided-split", {{300, 70}}, 0, {}, {{300, 70}, {72, 1}, 1}, {{"ROW_SUM_COLUMN_SPLITS", "3"}}},
       {"columns-3d", {{4, 200, 33}}, 1},
       {"columns-out-offset", {{100, 24}}, 0, {}, {{100, 24}, {}, 3}},
       {"strided-transposed-grad", {{60, 50}, {1, 60}}, 1},
@@ -160,6 +164,8 @@ int main() {
       {"strided", {{50, 30}, {2, 100}}, 0},
       {"strided-3d", {{6, 40, 30}, {1200, 1, 40}}, 1},
       {"strided-expanded", {{20, 30}, {0, 1}}, 0},
+      {"strided-split", {{200, 30}, {2, 400}}, 0, {}, {}, {{"ROW_SUM_COLUMN_SPLITS", "3"}}},
+      {"strided-3d-split", {{6, 90, 30}, {2700, 1, 90}}, 1, {}, {}, {{"ROW_SUM_COLUMN_SPLITS", "4"}}},
       {"empty", {{0, 5}}, 1},
   };
   bool ok = true;

@@ -1,5 +1,5 @@
 """The NVIDIA softmax family's two-input layer (row_sum.cuh: rows_warp,
-rows_block, rows_split, columns, strided) on a GPU, for
+rows_block, rows_split, columns, columns_split, strided) on a GPU, for
 every op of family "along_dim_backward" (softmax_backward,
 log_softmax_backward): each variant at moderate sizes (also the
 compute-sanitizer subset, `-k test_variant`), forced through OPRT_TUNE_*
@@ -24,7 +24,8 @@ pytestmark = NEEDS_CUDA
 OPS = op_params(family("along_dim_backward"))
 
 # (name, input shapes, input layout, params); every case runs for every op of the family.
-# ROW_SUM_SPLITS: chunks per contiguous row (1: rows_block).
+# ROW_SUM_SPLITS: chunks per contiguous row (1: rows_block); ROW_SUM_COLUMN_SPLITS: blocks per
+# column tile along the dim (1: columns).
 VARIANT_CASES = [
     ("rows-warp", [(4096, 100), (4096, 100)], "contiguous", {"dim": -1, "nvidia_variant": "rows_warp"}),
     ("rows-warp-unaligned", [(333, 37), (333, 37)], "offset", {"dim": -1, "nvidia_variant": "rows_warp"}),
@@ -44,10 +45,16 @@ VARIANT_CASES = [
     ("rows-split-sliced", [(3, 300001), (3, 300001)], "sliced-rows", {"dim": -1, "nvidia_variant": "rows_split"}),
     ("rows-split-told", [(256, 8192), (256, 8192)], "contiguous",
      {"dim": -1, "tune": {"ROW_SUM_SPLITS": 7}, "nvidia_variant": "rows_split"}),
-    # the dim not the contiguous one
-    ("columns", [(4096, 1024), (4096, 1024)], "contiguous", {"dim": 0, "nvidia_variant": "columns"}),
+    # the dim not the contiguous one: tiles of neighbouring rows, the dim over threads (and blocks)
+    ("columns", [(4096, 1024), (4096, 1024)], "contiguous",
+     {"dim": 0, "tune": {"ROW_SUM_COLUMN_SPLITS": 1}, "nvidia_variant": "columns"}),
+    ("columns-split", [(4096, 1024), (4096, 1024)], "contiguous", {"dim": 0, "nvidia_variant": "columns_split"}),
+    ("columns-split-narrow", [(1 << 16, 8), (1 << 16, 8)], "contiguous",
+     {"dim": 0, "nvidia_variant": "columns_split"}),
     ("columns-3d", [(64, 300, 257), (64, 300, 257)], "contiguous", {"dim": 1}),
     ("strided", [(500, 300), (500, 300)], "transposed", {"dim": -1}),
+    ("strided-split", [(4000, 300), (4000, 300)], "transposed",
+     {"dim": -1, "tune": {"ROW_SUM_COLUMN_SPLITS": 8}, "nvidia_variant": "strided_split"}),
 ]
 
 

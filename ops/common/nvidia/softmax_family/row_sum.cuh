@@ -57,6 +57,7 @@
 #include "../group_reduce.cuh"
 #include "../launch.cuh"
 #include "../long_sum.cuh"
+#include "../column_task.cuh"
 #include "../offset_calc.cuh"
 #include "long_rows.cuh"
 
@@ -64,7 +65,7 @@ namespace oprt::nvidia {
 namespace {
 
 constexpr int kSumChunk = 32;
-constexpr int kRowSumColumnThreads = 256;
+constexpr int kRowSumColumnThreads = 256;  // columns blocks: TX x TY
 
 // ---- kernels -------------------------------------------------------------------------
 // Sum of E::term over elements first, first + step, ... < n of a and b
@@ -260,25 +261,116 @@ row_sum_split_write_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> 
   }
 }
 
+// ---- columns: the dim is not contiguous ---------------------------------------------
 struct RowSumStrides {
-  int64_t out, a, b;  // element strides along the dim
+  int64_t out, a, b;  // element strides of out, a, b
 };
 
-// A thread per row, any strides.
+// A block covers a tile of TX neighbouring columns (the rows' innermost
+// dim, so a warp's loads of one dim index are coalesced where it is
+// contiguous) and splits the dim [l0, l1) of its task over TY slices; the
+// slices' sums are combined in shared memory. Where the tiles alone leave
+// SMs idle, the dim is split over blocks too (columns_split): pass 1 writes
+// each (tile, split)'s column sums to the workspace, pass 2 adds a column's
+// splits and writes its slice.
+struct RowSumColumnsArgs {
+  int64_t columns, col_tiles, planes, length, splits, split_len;
+  RowSumStrides col;  // along the columns
+  RowSumStrides dim;  // along the summed dim
+  float* partials;    // [plane * col_tiles + tile][split][TX]
+};
+
+constexpr int kColumnUnroll = 4;  // dim indices whose loads a thread issues before using them
+
+// This thread's column of task t (its pointers at dim index 0), and
+// whether it lies within the columns.
+template <class T>
+struct ColumnAt {
+  bool valid;
+  T* q;
+  const T* a;
+  const T* b;
+};
+template <class T, class Index>
+__device__ __forceinline__ ColumnAt<T> column_at(T* out, const T* a, const T* b, const OffsetCalc<3, Index>& planes,
+                                                 const RowSumColumnsArgs& args, const ColumnTask& t) {
+  const int64_t col = t.tile * blockDim.x + threadIdx.x;
+  const bool valid = col < args.columns;
+  const int64_t at = valid ? col : 0;
+  int64_t offsets[3];
+  planes.get(static_cast<Index>(t.plane), offsets);
+  return {valid, out + offsets[0] + at * args.col.out, a + offsets[1] + at * args.col.a,
+          b + offsets[2] + at * args.col.b};
+}
+
+// c's outputs at dim indices first, first + step, ... < n, last first (the
+// sum pass read them last), kColumnUnroll loads issued before any store.
+template <class E, class T>
+__device__ __forceinline__ void column_write(const ColumnAt<T>& c, const RowSumStrides& st, int64_t first, int step,
+                                             int64_t n, float s) {
+  if (first >= n) return;
+  for (int64_t l = first + (n - 1 - first) / step * step; l >= first; l -= int64_t{kColumnUnroll} * step) {
+    float x[kColumnUnroll], y[kColumnUnroll];
+#pragma unroll
+    for (int u = 0; u < kColumnUnroll; ++u) {
+      const int64_t lu = l - int64_t{u} * step;
+      if (lu >= first) x[u] = to_float(c.a[lu * st.a]), y[u] = to_float(c.b[lu * st.b]);
+    }
+#pragma unroll
+    for (int u = 0; u < kColumnUnroll; ++u) {
+      const int64_t lu = l - int64_t{u} * step;
+      if (lu >= first) c.q[lu * st.out] = from_float<T>(E::out(x[u], y[u], s));
+    }
+  }
+}
+
+// columns (kSplit false): each tile's sums, then its outputs. columns_split
+// pass 1 (kSplit): each (tile, split)'s column sums into the workspace.
+template <class E, class T, class Index, bool kSplit>
+__global__ void __launch_bounds__(kRowSumColumnThreads)
+row_sum_columns_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> planes, RowSumColumnsArgs args) {
+  __shared__ float part[kRowSumColumnThreads];
+  if constexpr (kSplit) allow_early_launch();
+  const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
+  const int64_t tasks = args.planes * args.col_tiles * args.splits;
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const ColumnTask t = column_task(task, args.splits, args.col_tiles);
+    const ColumnAt<T> c = column_at(out, a, b, planes, args, t);
+    const int64_t l0 = t.split * args.split_len, l1 = min(args.length, l0 + args.split_len);
+    part[ty * TX + tx] = c.valid ? row_term_sum<E>(c.a, args.dim.a, c.b, args.dim.b, l0 + ty, TY, l1) : 0.0f;
+    __syncthreads();
+    if (ty == 0) {  // the slices of column tx, in a fixed order
+      LongSum total;
+      for (int y = 0; y < TY; ++y) total.add(part[y * TX + tx]);
+      if (kSplit && c.valid) args.partials[task * TX + tx] = total.value();
+      if (!kSplit) part[tx] = total.value();
+    }
+    if constexpr (!kSplit) {
+      __syncthreads();
+      if (c.valid) column_write<E>(c, args.dim, l0 + ty, TY, l1, part[tx]);
+    }
+    __syncthreads();  // part is the next task's
+  }
+}
+
+// columns_split pass 2: a column's split sums added (compensated, in a
+// fixed order: every block of the tile gets the same), its slice written;
+// tasks last to first.
 template <class E, class T, class Index>
 __global__ void __launch_bounds__(kRowSumColumnThreads)
-row_sum_columns_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> rows, int64_t nrows, int64_t length,
-                       RowSumStrides st) {
-  for (int64_t row = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; row < nrows;
-       row += int64_t{gridDim.x} * blockDim.x) {
-    int64_t offsets[3];
-    rows.get(static_cast<Index>(row), offsets);
-    const T* pa = a + offsets[1];
-    const T* pb = b + offsets[2];
-    T* q = out + offsets[0];
-    const float s = row_term_sum<E>(pa, st.a, pb, st.b, 0, 1, length);
-    for (int64_t i = 0; i < length; ++i)
-      q[i * st.out] = from_float<T>(E::out(to_float(pa[i * st.a]), to_float(pb[i * st.b]), s));
+row_sum_columns_write_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> planes, RowSumColumnsArgs args) {
+  wait_for_prior_grid();
+  const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
+  const int64_t tasks = args.planes * args.col_tiles * args.splits;
+  for (int64_t i = blockIdx.x; i < tasks; i += gridDim.x) {
+    const ColumnTask t = column_task(tasks - 1 - i, args.splits, args.col_tiles);
+    const ColumnAt<T> c = column_at(out, a, b, planes, args, t);
+    if (!c.valid) continue;  // (no barriers here)
+    const float* part = args.partials + t.tile_task * args.splits * TX + tx;
+    LongSum total;
+    for (int64_t j = 0; j < args.splits; ++j) total.add(part[j * TX]);
+    const int64_t l0 = t.split * args.split_len, l1 = min(args.length, l0 + args.split_len);
+    column_write<E>(c, args.dim, l0 + ty, TY, l1, total.value());
   }
 }
 
@@ -293,10 +385,13 @@ struct RowSumPlan : oprt_descriptor {
   int32_t dtype = 0;
   int64_t length = 1, nrows = 0;
   RowSumStrides strides{1, 1, 1};
-  StridedLayout<3> rows;  // every other dim: operand 0 = out, 1 = a, 2 = b
+  StridedLayout<3> rows;  // rows: every other dim; columns: the planes (operand 0 = out, 1 = a, 2 = b)
   int group = 0;          // rows_warp: threads per row (<= 32); 0: rows_block, `block` threads per row
   int block = 256;
-  int64_t splits = 1, chunk = 0;  // rows_split: chunks per row, elements per chunk
+  int64_t splits = 1, chunk = 0;  // rows_split, columns: chunks per row (of the dim), elements per chunk
+  int tx = 32, ty = 8;            // columns: threads across a tile, slices of the dim
+  int64_t columns = 1, col_tiles = 1, planes = 1;
+  RowSumStrides col_strides{1, 1, 1};  // columns: along the rows' innermost dim
 };
 
 // Contiguous rows: rows_warp up to 128 elements (a quarter of the row per
@@ -334,6 +429,33 @@ inline void plan_row_sum_rows(RowSumPlan& d) {
   d.variant = "rows_block";
 }
 
+// Any other layout: tiles of up to 32 columns (the rows' innermost dim) by
+// 256 / TX slices of the dim; the dim split over blocks (columns_split)
+// for about 8 blocks per SM, each thread at least 16 elements of its
+// column per split (OPRT_TUNE_ROW_SUM_COLUMN_SPLITS: the splits, up to one
+// element per thread). "strided" where the columns are not contiguous in
+// every tensor (the same kernels; a warp's loads then spread out).
+inline void plan_row_sum_columns(RowSumPlan& d, const StridedLayout<3>& r) {
+  d.kind = RowSumKind::kColumns;
+  d.columns = r.inner_size();
+  d.col_strides = {r.inner_stride(0), r.inner_stride(1), r.inner_stride(2)};
+  const bool contiguous = d.col_strides.out == 1 && d.col_strides.a == 1 && d.col_strides.b == 1;
+  d.rows = outer_dims(r);
+  d.planes = d.rows.numel();
+  d.tx = static_cast<int>(std::min<int64_t>(32, ceil_pow2(d.columns)));
+  d.ty = kRowSumColumnThreads / d.tx;
+  d.col_tiles = ceil_div(d.columns, d.tx);
+  const int64_t tiles = d.planes * d.col_tiles, sms = current_device_info().sm_count;
+  const int64_t planned = std::min(ceil_div(8 * sms, tiles), d.length / (int64_t{d.ty} * 16));
+  d.splits = std::clamp<int64_t>(tuned("ROW_SUM_COLUMN_SPLITS", planned), 1, std::max<int64_t>(1, d.length / d.ty));
+  d.chunk = ceil_div(d.length, d.splits);
+  d.splits = ceil_div(d.length, d.chunk);
+  d.variant = contiguous ? "columns" : "strided";
+  if (d.splits == 1) return;
+  d.workspace_bytes = static_cast<size_t>(tiles * d.splits * d.tx) * sizeof(float);
+  d.variant += "_split";
+}
+
 // The descriptor D (a RowSumPlan) for out = op(a, b) along dim: validated,
 // planned (the epilogue does not change the plan).
 template <class D>
@@ -357,24 +479,35 @@ D* create_row_sum_family(const oprt_tensor_view_t* out, const oprt_tensor_view_t
     plan_row_sum_rows(*d);
     return d.release();
   }
-  d->kind = RowSumKind::kColumns;
-  bool inner_contiguous = true;
-  for (int k = 0; k < 3; ++k) inner_contiguous &= p.rows.inner_stride(k) == 1;
-  d->variant = inner_contiguous ? "columns" : "strided";
+  plan_row_sum_columns(*d, p.rows);
   return d.release();
 }
 
 // ---- execute -------------------------------------------------------------------------
 template <class E, class T, class Index>
+void launch_row_sum_columns(const RowSumPlan& d, void* workspace, T* out, const T* a, const T* b,
+                            cudaStream_t stream) {
+  const OffsetCalc<3, Index> planes(d.rows);
+  const RowSumColumnsArgs args{d.columns, d.col_tiles,   d.planes,  d.length,
+                               d.splits,  d.chunk,       d.col_strides, d.strides, static_cast<float*>(workspace)};
+  const dim3 block(d.tx, d.ty);
+  const unsigned grid = grid_for(d.planes * d.col_tiles * d.splits, 2048 / kRowSumColumnThreads, 4);
+  if (d.splits == 1) {
+    row_sum_columns_kernel<E, T, Index, false><<<grid, block, 0, stream>>>(out, a, b, planes, args);
+    return check_launch("row_sum_columns_kernel");
+  }
+  row_sum_columns_kernel<E, T, Index, true><<<grid, block, 0, stream>>>(out, a, b, planes, args);
+  check_launch("row_sum_columns_kernel");
+  const cudaLaunchAttribute attribute = early_launch_attribute();
+  cudaLaunchConfig_t config = config_with(attribute, grid, block, 0, stream);
+  if (current_device_info().cc_major < 9) config.numAttrs = 0;
+  OPRT_CUDA_CHECK(cudaLaunchKernelEx(&config, row_sum_columns_write_kernel<E, T, Index>, out, a, b, planes, args));
+}
+
+template <class E, class T, class Index>
 void launch_row_sum(const RowSumPlan& d, void* workspace, T* out, const T* a, const T* b, cudaStream_t stream) {
   const OffsetCalc<3, Index> rows(d.rows);
-  if (d.kind == RowSumKind::kColumns) {
-    const unsigned grid = grid_for(ceil_div(d.nrows, kRowSumColumnThreads), 2048 / kRowSumColumnThreads, 4);
-    row_sum_columns_kernel<E, T, Index><<<grid, kRowSumColumnThreads, 0, stream>>>(out, a, b, rows, d.nrows,
-                                                                                    d.length, d.strides);
-    check_launch("row_sum_columns_kernel");
-    return;
-  }
+  if (d.kind == RowSumKind::kColumns) return launch_row_sum_columns<E, T, Index>(d, workspace, out, a, b, stream);
   if (d.kind == RowSumKind::kSplit) {
     const RowSumSplitArgs args{d.nrows, d.length, d.splits, d.chunk, static_cast<float*>(workspace)};
     const unsigned grid = grid_one_shot(d.nrows * d.splits);
