@@ -11,10 +11,11 @@
 // the two-input ops plan a subset of their own, sharing the forward's
 // chunk walk (visit_chunk, long_rows.cuh), which covers every layout:
 //   rows_warp  the dim contiguous in all three tensors, rows of up to 128:
-//            a group of G threads per row (a power of two up to a warp),
-//            each summing the elements lane, lane + G, ... (coalesced),
-//            the group's sums combined by shuffles; then each thread
-//            writes its elements, read again (from L1)
+//            a group of G threads per row (a power of two up to a warp,
+//            about a 16-byte vector a lane), each summing its vectors
+//            (elements where a and b are not aligned alike), the group's
+//            sums combined by shuffles; then each lane writes its part,
+//            read again (from L1)
 //   rows_block  longer contiguous rows, a block per row: 16-byte loads of
 //            a and b where the row's a and b start equally far from a
 //            16-byte boundary (element loads otherwise), the sum combined
@@ -26,10 +27,16 @@
 //            (launched early, sm_90) adds its row's chunk sums and writes
 //            its chunk, tasks last to first, each chunk backwards (what
 //            pass 1 read last is likeliest still in L2)
-//   columns  any other layout: a thread per row, neighbouring threads on
-//            neighbouring rows (out's innermost row dim), each reading its
-//            row down the dim twice; "strided" where the rows' innermost
-//            dim is not contiguous in every tensor
+//   columns  any other layout: a block per tile of up to 32 neighbouring
+//            rows (out's innermost row dim: a warp's loads coalesced) by
+//            256 / 32 slices of the dim, the slices' sums combined in
+//            shared memory, then each thread writes its slice (backwards)
+//   columns_split  the same where the tiles leave SMs idle: the dim split
+//            over blocks too, two launches; pass 1 writes each (tile,
+//            split)'s column sums to the workspace, pass 2 adds a
+//            column's and writes its slice
+//   strided / strided_split  the columns kernels where the rows'
+//            innermost dim is not contiguous in every tensor
 // Every sum that runs long is compensated (long_sum.cuh): a thread adds
 // a round of its loads (or kSumChunk elements) at a time into a
 // compensated total, split chunks' sums likewise, so a long row's error
@@ -86,26 +93,6 @@ __device__ __forceinline__ float row_term_sum(const T* a, int64_t sa, const T* b
   }
   total.add(part);
   return total.value();
-}
-
-// G threads per row (a power of two up to a warp); rows contiguous along the dim.
-template <class E, class T, int G, class Index>
-__global__ void __launch_bounds__(256)
-row_sum_rows_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> rows, int64_t nrows, int64_t length) {
-  const int groups = blockDim.x / G, group = threadIdx.x / G, lane = threadIdx.x % G;
-  for (int64_t base = int64_t{blockIdx.x} * groups; base < nrows; base += int64_t{gridDim.x} * groups) {
-    const int64_t row = base + group;
-    const bool valid = row < nrows;  // every lane reaches the shuffles below
-    int64_t offsets[3] = {0, 0, 0};
-    if (valid) rows.get(static_cast<Index>(row), offsets);
-    const T* pa = a + offsets[1];
-    const T* pb = b + offsets[2];
-    T* q = out + offsets[0];
-    float s = valid ? row_term_sum<E>(pa, 1, pb, 1, lane, G, length) : 0.0f;
-    s = group_allreduce<G>(s, SumOp{}, nullptr);
-    if (!valid) continue;
-    for (int64_t i = lane; i < length; i += G) q[i] = from_float<T>(E::out(to_float(pa[i]), to_float(pb[i]), s));
-  }
 }
 
 // Whether E's term reads b (E::kTermReadsB, true where E does not say).
@@ -192,6 +179,81 @@ __device__ __forceinline__ void chunk_write(T* q, const T* pa, const T* pb, int6
         }
       },
       scalar);
+}
+
+// rows_warp's passes over a row of at most 128 elements (a plain float
+// sum: a few dozen terms a lane): lane's 16-byte vectors from the row's
+// first aligned element on, where a and b are aligned alike, the ends (or
+// the whole row) element by element.
+template <class E, class T, int G>
+__device__ __forceinline__ float group_term_sum(const T* pa, const T* pb, int64_t length, int lane) {
+  constexpr int VEC = kVec16<T>;
+  constexpr bool kB = TermReadsB<E>::value;
+  const auto term = [&](int64_t i) { return E::term(to_float(pa[i]), kB ? to_float(pb[i]) : 0.0f); };
+  float s = 0.0f;
+  if (kB && !vectors_match(pa, pb, 0)) {
+    for (int64_t i = lane; i < length; i += G) s += term(i);
+    return s;
+  }
+  const int64_t a0 = first_aligned(pa, 0, length), nv = (length - a0) / VEC;
+  for (int64_t i = lane; i < a0; i += G) s += term(i);
+  for (int64_t i = a0 + nv * VEC + lane; i < length; i += G) s += term(i);
+  for (int64_t v = lane; v < nv; v += G) {
+    const Raw16 ra = load_raw(pa + a0 + v * VEC);
+    Raw16 rb{};
+    if (kB) rb = load_raw(pb + a0 + v * VEC);
+    float x[VEC], y[VEC] = {};
+    raw_to_floats_widened<T>(ra, x);
+    if (kB) raw_to_floats_widened<T>(rb, y);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) s += E::term(x[e], y[e]);
+  }
+  return s;
+}
+
+template <class E, class T, int G>
+__device__ __forceinline__ void group_write(T* q, const T* pa, const T* pb, int64_t length, int lane, float s) {
+  constexpr int VEC = kVec16<T>;
+  const auto scalar = [&](int64_t i) { q[i] = from_float<T>(E::out(to_float(pa[i]), to_float(pb[i]), s)); };
+  if (!vectors_match(pa, pb, 0)) {
+    for (int64_t i = lane; i < length; i += G) scalar(i);
+    return;
+  }
+  const int64_t a0 = first_aligned(pa, 0, length), nv = (length - a0) / VEC;
+  for (int64_t i = lane; i < a0; i += G) scalar(i);
+  for (int64_t i = a0 + nv * VEC + lane; i < length; i += G) scalar(i);
+  const bool whole = stores_whole(q, a0, int64_t{1});
+  for (int64_t v = lane; v < nv; v += G) {
+    const int64_t at = a0 + v * VEC;
+    float x[VEC], y[VEC];
+    raw_to_floats_widened<T>(load_raw(pa + at), x);
+    raw_to_floats_widened<T>(load_raw(pb + at), y);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) x[e] = E::out(x[e], y[e], s);
+    if (whole) {
+      store_floats<VEC>(q + at, x);
+    } else {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) q[at + e] = from_float<T>(x[e]);
+    }
+  }
+}
+
+// rows_warp: G threads per row (a power of two up to a warp).
+template <class E, class T, int G, class Index>
+__global__ void __launch_bounds__(256)
+row_sum_rows_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> rows, int64_t nrows, int64_t length) {
+  const int groups = blockDim.x / G, group = threadIdx.x / G, lane = threadIdx.x % G;
+  for (int64_t base = int64_t{blockIdx.x} * groups; base < nrows; base += int64_t{gridDim.x} * groups) {
+    const int64_t row = base + group;
+    const bool valid = row < nrows;  // every lane reaches the shuffles below
+    int64_t offsets[3] = {0, 0, 0};
+    if (valid) rows.get(static_cast<Index>(row), offsets);
+    const T* pa = a + offsets[1];
+    const T* pb = b + offsets[2];
+    const float s = group_allreduce<G>(valid ? group_term_sum<E, T, G>(pa, pb, length, lane) : 0.0f, SumOp{}, nullptr);
+    if (valid) group_write<E, T, G>(out + offsets[0], pa, pb, length, lane, s);
+  }
 }
 
 // rows_block: a block of kBlock threads per row (grid-stride over rows);
@@ -404,13 +466,13 @@ struct RowSumPlan : oprt_descriptor {
 inline void plan_row_sum_rows(RowSumPlan& d) {
   d.kind = RowSumKind::kRows;
   const int64_t quarter = ceil_div(d.length, 4);
-  if (quarter <= 32) {
-    d.group = static_cast<int>(ceil_pow2(quarter));
+  const int vec = 16 / static_cast<int>(find_dtype(d.dtype)->size);
+  if (quarter <= 32) {  // (lanes enough for a 16-byte vector each, where a and b take them)
+    d.group = static_cast<int>(ceil_pow2(std::min(quarter, ceil_div(d.length, vec))));
     d.block = 256;
     d.variant = "rows_warp";
     return;
   }
-  const int vec = 16 / static_cast<int>(find_dtype(d.dtype)->size);
   const int64_t vectors = ceil_div(d.length, vec), sms = current_device_info().sm_count;
   const int64_t round = int64_t{kRowSumSplitThreads} * kRowSumUnroll * vec;
   int64_t planned = 1;
