@@ -63,8 +63,8 @@
 #include "../cuda_types.cuh"
 #include "../group_reduce.cuh"
 #include "../launch.cuh"
-#include "../long_sum.cuh"
 #include "../column_task.cuh"
+#include "../long_sum.cuh"
 #include "../offset_calc.cuh"
 #include "long_rows.cuh"
 
@@ -75,31 +75,43 @@ constexpr int kSumChunk = 32;
 constexpr int kRowSumColumnThreads = 256;  // columns blocks: TX x TY
 
 // ---- kernels -------------------------------------------------------------------------
-// Sum of E::term over elements first, first + step, ... < n of a and b
-// (element strides sa, sb).
-template <class E, class T>
-__device__ __forceinline__ float row_term_sum(const T* a, int64_t sa, const T* b, int64_t sb, int64_t first,
-                                              int64_t step, int64_t n) {
-  LongSum total;
-  float part = 0.0f;
-  int count = 0;
-  for (int64_t i = first; i < n; i += step) {
-    part += E::term(to_float(a[i * sa]), to_float(b[i * sb]));
-    if (++count == kSumChunk) {
-      total.add(part);
-      part = 0.0f;
-      count = 0;
-    }
-  }
-  total.add(part);
-  return total.value();
-}
-
 // Whether E's term reads b (E::kTermReadsB, true where E does not say).
 template <class E, class = void>
 struct TermReadsB : std::true_type {};
 template <class E>
 struct TermReadsB<E, std::void_t<decltype(E::kTermReadsB)>> : std::bool_constant<E::kTermReadsB> {};
+
+// Sum of E::term over elements first, first + step, ... < n of a and b
+// (element strides sa, sb): kTermBatch elements' loads issued before
+// their terms, kSumChunk terms added in a plain float, the chunks
+// compensated.
+constexpr int kTermBatch = 4;
+
+template <class E, class T>
+__device__ __forceinline__ float row_term_sum(const T* a, int64_t sa, const T* b, int64_t sb, int64_t first,
+                                              int64_t step, int64_t n) {
+  constexpr bool kB = TermReadsB<E>::value;
+  LongSum total;
+  int64_t i = first;
+  while (i + (kTermBatch - 1) * step < n) {
+    float part = 0.0f;
+    for (int r = 0; r < kSumChunk / kTermBatch && i + (kTermBatch - 1) * step < n; ++r, i += kTermBatch * step) {
+      float x[kTermBatch], y[kTermBatch] = {};
+#pragma unroll
+      for (int u = 0; u < kTermBatch; ++u) {
+        x[u] = to_float(a[(i + u * step) * sa]);
+        if (kB) y[u] = to_float(b[(i + u * step) * sb]);
+      }
+#pragma unroll
+      for (int u = 0; u < kTermBatch; ++u) part += E::term(x[u], y[u]);
+    }
+    total.add(part);
+  }
+  float part = 0.0f;  // fewer than kTermBatch left
+  for (; i < n; i += step) part += E::term(to_float(a[i * sa]), kB ? to_float(b[i * sb]) : 0.0f);
+  total.add(part);
+  return total.value();
+}
 
 constexpr int kRowSumUnroll = 4;          // 16-byte vectors of each input in flight per thread
 constexpr int kRowSumSplitThreads = 256;  // rows_split blocks
