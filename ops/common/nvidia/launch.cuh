@@ -112,7 +112,7 @@ inline cudaLaunchAttribute early_launch_attribute() {
 // Launches kernel<<<grid, block, smem, stream>>>(args...), with
 // early_launch_attribute() when `early` and the device has it (sm_90+).
 template <class... Params, class... Args>
-void launch_early_if(bool early, void (*kernel)(Params...), unsigned grid, unsigned block, size_t smem,
+void launch_early_if(bool early, void (*kernel)(Params...), unsigned grid, dim3 block, size_t smem,
                      cudaStream_t stream, Args... args) {
   const cudaLaunchAttribute attribute = early_launch_attribute();
   cudaLaunchConfig_t config = config_with(attribute, grid, block, smem, stream);

@@ -572,10 +572,7 @@ void launch_row_sum_columns(const RowSumPlan& d, void* workspace, T* out, const 
   }
   row_sum_columns_kernel<E, T, Index, true><<<grid, block, 0, stream>>>(out, a, b, planes, args);
   check_launch("row_sum_columns_kernel");
-  const cudaLaunchAttribute attribute = early_launch_attribute();
-  cudaLaunchConfig_t config = config_with(attribute, grid, block, 0, stream);
-  if (current_device_info().cc_major < 9) config.numAttrs = 0;
-  OPRT_CUDA_CHECK(cudaLaunchKernelEx(&config, row_sum_columns_write_kernel<E, T, Index>, out, a, b, planes, args));
+  launch_early_if(true, row_sum_columns_write_kernel<E, T, Index>, grid, block, 0, stream, out, a, b, planes, args);
 }
 
 template <class E, class T, class Index>
