@@ -180,7 +180,10 @@ __global__ void __launch_bounds__(kColumnsThreads, kCluster && !kShifted ? 5 : !
 reduce_columns_kernel(T* out, const T* src, OffsetCalc<2, Index> planes, OffsetCalc<1, Index> reduced,
                       ColumnsArgs args) {
   constexpr int VEC = kVec16<T>;
-  __shared__ float partial[3 * kColumnsThreads * VEC];  // folded, carried, compensations (carried_sums)
+  // folded, carried, compensations (carried_sums); held as 16-byte words so a
+  // thread's slot takes 16-byte shared accesses (as plain floats nvcc used 4-byte ones)
+  __shared__ Raw16 partial_words[3 * kColumnsThreads * VEC / 4];
+  float* const partial = reinterpret_cast<float*>(partial_words);
   allow_early_launch();
   const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
   const int64_t width = int64_t{TX} * VEC;  // columns per tile
