@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cuda_helpers import (NAN, NEEDS_CUDA, assert_variant, call, check_result, cuda_backend,  # noqa: F401
+from cuda_helpers import (NAN, NEEDS_CUDA, assert_variant, call, call_, check_result, cuda_backend,  # noqa: F401
                           dtype_params, equal_bits, expected_variant, family, op_params, prepare, set_tune,
                           variant_inputs)
 
@@ -78,3 +78,24 @@ def test_variant(cuda_backend, description, case, dt, record_property, monkeypat
     record_property("variant", variant)
     print(f"{name} {dt}: variant {variant}")
     assert_variant(cuda_backend, name, variant, expected_variant(params, dt))
+
+
+# The variants whose sum and write run in different launches or threads.
+IN_PLACE_CASES = [c for c in VARIANT_CASES if c[0] in ("rows-split", "rows-split-unaligned", "columns",
+                                                       "columns-split", "strided-split")]
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["out-is-grad", "out-is-output"])
+@pytest.mark.parametrize("case", IN_PLACE_CASES, ids=[c[0] for c in IN_PLACE_CASES])
+@pytest.mark.parametrize("description", OPS)
+def test_split_variants_in_place(cuda_backend, description, case, which, monkeypatch, request):
+    """op_(x, grad, output) with x grad or output itself: every element's
+    inputs are read before its write, also where the sums come from other
+    blocks (the _split variants) or other threads (columns)."""
+    name, shapes, layout, params = case
+    set_tune(params.get("tune", {}), monkeypatch, request)
+    inputs = variant_inputs(shapes, layout, torch.float32)
+    expected = [t.clone() for t in inputs]
+    call_(description, inputs[which], inputs, {"dim": params["dim"]}, cuda_backend)
+    check_result(description, inputs[which], expected, {"dim": params["dim"]}, f"{description.name} {name} in place")
+    equal_bits(inputs[1 - which], expected[1 - which], f"{name}: the other input")
