@@ -68,12 +68,51 @@ __device__ __forceinline__ bool vectors_match(const T* pa, const T* pb, int64_t 
   return misalignment16(pa + c0) == misalignment16(pb + c0);
 }
 
+// sum += E::term over the elements of a's and b's 16-byte vectors, in
+// element order (b's vector unread where E's term ignores b).
+template <class E, class T>
+__device__ __forceinline__ void add_vector_terms(float& sum, const Raw16& ra, const Raw16& rb) {
+  constexpr int VEC = kVec16<T>;
+  float x[VEC], y[VEC] = {};
+  raw_to_floats_widened<T>(ra, x);
+  if (TermReadsB<E>::value) raw_to_floats_widened<T>(rb, y);
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) sum += E::term(x[e], y[e]);
+}
+
+// q[0 .. VEC) = E::out over a's and b's 16-byte vectors: one 16-byte store
+// where `whole` (q aligned), else element stores.
+template <class E, class T>
+__device__ __forceinline__ void store_vector_outs(T* q, const Raw16& ra, const Raw16& rb, float s, bool whole) {
+  constexpr int VEC = kVec16<T>;
+  float x[VEC], y[VEC];
+  raw_to_floats_widened<T>(ra, x);
+  raw_to_floats_widened<T>(rb, y);
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) x[e] = E::out(x[e], y[e], s);
+  if (whole) {
+    store_floats<VEC>(q, x);
+  } else {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) q[e] = from_float<T>(x[e]);
+  }
+}
+
+// b's vectors at the elements of a round's loaded vectors of a (visit_chunk).
+template <int U, class T>
+__device__ __forceinline__ void load_partners(Raw16 (&rb)[U], const T* pb, const bool (&ok)[U],
+                                              const int64_t (&at)[U]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (ok[u]) rb[u] = load_raw(pb + at[u]);
+}
+
 // This thread's share (of kBlock threads) of the sum of E::term over row
 // elements [c0, c1) of pa and pb (contiguous): a round of vectors at a
 // time, each round's terms added in a plain float, the rounds compensated.
 template <class E, class T, int kBlock>
 __device__ __forceinline__ float chunk_term_sum(const T* pa, const T* pb, int64_t c0, int64_t c1) {
-  constexpr int VEC = kVec16<T>, U = kRowSumUnroll;
+  constexpr int U = kRowSumUnroll;
   constexpr bool kB = TermReadsB<E>::value;
   if (kB && !vectors_match(pa, pb, c0)) return row_term_sum<E>(pa, 1, pb, 1, c0 + threadIdx.x, kBlock, c1);
   LongSum total;
@@ -81,19 +120,11 @@ __device__ __forceinline__ float chunk_term_sum(const T* pa, const T* pb, int64_
       pa, c0, c1,
       [&](const Raw16 (&ra)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
         Raw16 rb[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-          if (kB && ok[u]) rb[u] = load_raw(pb + at[u]);
+        if constexpr (kB) load_partners(rb, pb, ok, at);
         float part = 0.0f;
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-          if (!ok[u]) continue;
-          float x[VEC], y[VEC] = {};
-          raw_to_floats_widened<T>(ra[u], x);
-          if (kB) raw_to_floats_widened<T>(rb[u], y);
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) part += E::term(x[e], y[e]);
-        }
+        for (int u = 0; u < U; ++u)
+          if (ok[u]) add_vector_terms<E, T>(part, ra[u], rb[u]);
         total.add(part);
       },
       [&](int64_t i) { total.add(E::term(to_float(pa[i]), kB ? to_float(pb[i]) : 0.0f)); });
@@ -104,7 +135,7 @@ __device__ __forceinline__ float chunk_term_sum(const T* pa, const T* pb, int64_
 // last round first: it starts on what the sum pass read last.
 template <class E, class T, int kBlock>
 __device__ __forceinline__ void chunk_write(T* q, const T* pa, const T* pb, int64_t c0, int64_t c1, float s) {
-  constexpr int VEC = kVec16<T>, U = kRowSumUnroll;
+  constexpr int U = kRowSumUnroll;
   const auto scalar = [&](int64_t i) { q[i] = from_float<T>(E::out(to_float(pa[i]), to_float(pb[i]), s)); };
   if (!vectors_match(pa, pb, c0)) {
     for (int64_t i = c1 - 1 - threadIdx.x; i >= c0; i -= kBlock) scalar(i);
@@ -115,24 +146,10 @@ __device__ __forceinline__ void chunk_write(T* q, const T* pa, const T* pb, int6
       pa, c0, c1,
       [&](const Raw16 (&ra)[U], const bool (&ok)[U], const int64_t (&at)[U]) {
         Raw16 rb[U];
+        load_partners(rb, pb, ok, at);
 #pragma unroll
         for (int u = 0; u < U; ++u)
-          if (ok[u]) rb[u] = load_raw(pb + at[u]);
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          if (!ok[u]) continue;
-          float x[VEC], y[VEC];
-          raw_to_floats_widened<T>(ra[u], x);
-          raw_to_floats_widened<T>(rb[u], y);
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) x[e] = E::out(x[e], y[e], s);
-          if (whole) {
-            store_floats<VEC>(q + at[u], x);
-          } else {
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) q[at[u] + e] = from_float<T>(x[e]);
-          }
-        }
+          if (ok[u]) store_vector_outs<E, T>(q + at[u], ra[u], rb[u], s, whole);
       },
       scalar);
 }
@@ -158,11 +175,7 @@ __device__ __forceinline__ float group_term_sum(const T* pa, const T* pb, int64_
     const Raw16 ra = load_raw(pa + a0 + v * VEC);
     Raw16 rb{};
     if (kB) rb = load_raw(pb + a0 + v * VEC);
-    float x[VEC], y[VEC] = {};
-    raw_to_floats_widened<T>(ra, x);
-    if (kB) raw_to_floats_widened<T>(rb, y);
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) s += E::term(x[e], y[e]);
+    add_vector_terms<E, T>(s, ra, rb);
   }
   return s;
 }
@@ -181,17 +194,7 @@ __device__ __forceinline__ void group_write(T* q, const T* pa, const T* pb, int6
   const bool whole = stores_whole(q, a0, int64_t{1});
   for (int64_t v = lane; v < nv; v += G) {
     const int64_t at = a0 + v * VEC;
-    float x[VEC], y[VEC];
-    raw_to_floats_widened<T>(load_raw(pa + at), x);
-    raw_to_floats_widened<T>(load_raw(pb + at), y);
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) x[e] = E::out(x[e], y[e], s);
-    if (whole) {
-      store_floats<VEC>(q + at, x);
-    } else {
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) q[at + e] = from_float<T>(x[e]);
-    }
+    store_vector_outs<E, T>(q + at, load_raw(pa + at), load_raw(pb + at), s, whole);
   }
 }
 
