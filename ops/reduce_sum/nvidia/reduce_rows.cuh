@@ -32,6 +32,20 @@ __device__ __forceinline__ float vector_sum(const Raw16& raw) {
   return tree_sum(x);
 }
 
+// A round of U vectors summed as a pairwise tree, to be added into a
+// thread's compensated sum of its rounds (long_sum.cuh): however many rounds
+// a thread takes, its sum's error stays within a few roundings (a plain
+// running sum per unroll slot drifted by up to a rounding a round). The
+// compensation costs a few adds a round, and the round's loads are in
+// flight before any of them.
+template <class T, int U>
+__device__ __forceinline__ float round_sum(const Raw16 (&raw)[U]) {
+  float part[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) part[u] = vector_sum<T>(raw[u]);
+  return tree_sum(part);
+}
+
 // A thread's slots of shared memory in reduce_rows_kernel: a compensated
 // sum (long_sum.cuh) at slot[0], its compensation at slot[kSlotStride].
 // Volatile, so that no register is held for them across the row loops.
@@ -73,22 +87,15 @@ __device__ __forceinline__ float sum_run(const T* p, int64_t e0, int64_t e1, int
   for (int64_t e = e0 + lane; e < a; e += TPR) acc += to_float(p[e]);
   for (int64_t e = tail + lane; e < e1; e += TPR) acc += to_float(p[e]);
   const T* body = p + a;
-  // One accumulator per unroll slot, each vector summed as a pairwise tree
-  // first: a thread's serial chain is one add per round instead of
-  // U * VEC, which makes float32 sums of long runs as accurate as
-  // torch's (a single accumulator over ~500 elements per thread was 25x
-  // less accurate on a 64M-element sum) and shortens the dependent chain.
-  float part[U] = {};
+  LongSum rounds;
   for (int64_t v = lane; v < vectors; v += int64_t{TPR} * U) {
     Raw16 raw[U];  // all loads first (converted after: see Raw16)
 #pragma unroll
     for (int u = 0; u < U; ++u)
       raw[u] = v + int64_t{u} * TPR < vectors ? load_raw(body + (v + int64_t{u} * TPR) * VEC) : Raw16{};
-#pragma unroll
-    for (int u = 0; u < U; ++u) part[u] += vector_sum<T>(raw[u]);
+    rounds.add(round_sum<T>(raw));
   }
-  acc += tree_sum(part);
-  return acc;
+  return acc + rounds.value();
 }
 
 template <class T, int TPR, int U, class Index>
@@ -220,7 +227,7 @@ reduce_aligned_rows_kernel(T* out, const T* src, AlignedRowsArgs args) {
   // The loop bound is the same for the whole block: group_allreduce may sync.
   for (int64_t base = int64_t{blockIdx.x} * kGroups; base < tasks; base += int64_t{gridDim.x} * kGroups) {
     const int64_t task = base + group;
-    float part[U] = {};
+    LongSum rounds;
     if (task < tasks) {
       const int64_t row = args.splits == 1 ? task : task / args.splits;
       const int64_t first = (task - row * args.splits) * args.vectors_per_split;
@@ -232,13 +239,12 @@ reduce_aligned_rows_kernel(T* out, const T* src, AlignedRowsArgs args) {
         Raw16 raw[U];
 #pragma unroll
         for (int u = 0; u < U; ++u) raw[u] = !bounded || v + u * TPR + lane < count ? p[v + u * TPR] : Raw16{};
-#pragma unroll
-        for (int u = 0; u < U; ++u) part[u] += vector_sum<T>(raw[u]);
+        rounds.add(round_sum<T>(raw));
       };
       for (int v = 0; v < whole; v += kRound) round(v, false);
       if (whole < count) round(whole, true);  // a split row's last piece
     }
-    const float acc = group_allreduce<TPR>(tree_sum(part), SumOp{}, slots);
+    const float acc = group_allreduce<TPR>(rounds.value(), SumOp{}, slots);
     if (task < tasks && lane == 0) {
       if (args.splits == 1) out[task * args.out_stride] = from_float<T>(acc);
       else args.partials[task] = acc;

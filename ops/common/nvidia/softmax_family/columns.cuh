@@ -21,9 +21,9 @@ combine_stats_kernel(Stats* partials, int64_t groups, int64_t splits, int64_t wi
   for (int64_t w = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; w < groups * width; w += warps) {
     const int64_t g = w / width, c = w - g * width;
     Stats* p = partials + g * splits * width + c;
-    float m = -INFINITY, sum = 0.0f, comp = 0.0f;
-    for (int64_t j = lane; j < splits; j += 32) merge_compensated(m, sum, comp, p[j * width]);
-    const Stats st = warp_merge(Stats{m, sum - comp});
+    LongStats share;
+    for (int64_t j = lane; j < splits; j += 32) share.merge(p[j * width]);
+    const Stats st = warp_merge(share.value());
     __syncwarp();
     if (lane == 0) p[0] = st;
   }

@@ -112,7 +112,7 @@ __device__ __forceinline__ bool stores_whole(const T* q, int64_t a, int64_t out_
 // chunk_stats: the block's (max, sum) over row elements [c0, c1) of p.
 template <class T, int U, int kBlock>
 __device__ __forceinline__ Stats chunk_stats(const T* p, int64_t c0, int64_t c1, Stats* slots) {
-  Stats st{-INFINITY, 0.0f};
+  LongStats st;
   visit_chunk<false, U, kBlock>(
       p, c0, c1,
       [&](const Raw16 (&raw)[U], const bool (&ok)[U], const int64_t (&)[U]) { update_round<T>(st, raw, ok); },
@@ -120,17 +120,16 @@ __device__ __forceinline__ Stats chunk_stats(const T* p, int64_t c0, int64_t c1,
         const float x[1] = {to_float(p[i])};
         update(st, x);
       });
-  return block_merge(st, slots);
+  return block_merge(st.value(), slots);
 }
 
 // A row's `splits` partials merged in a fixed order (every block of the row
 // gets bitwise the same result), as the epilogue's row constants.
 template <class E>
 __device__ __forceinline__ RowOf<E> row_constants(const Stats* part, int64_t splits, Stats* slots) {
-  Stats st{-INFINITY, 0.0f};
-  for (int64_t j = threadIdx.x; j < splits; j += blockDim.x)
-    st = merge(st, part[j]);
-  return E::row(block_merge(st, slots));
+  LongStats st;
+  for (int64_t j = threadIdx.x; j < splits; j += blockDim.x) st.merge(part[j]);
+  return E::row(block_merge(st.value(), slots));
 }
 
 // q[i] = out(p[i]) over [c0, c1), walked last round first: it starts on
@@ -272,7 +271,7 @@ softmax_rows_twice_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Split
     T* q = out + c.out_at;
     const int64_t a = first_aligned(p, c.c0, c.c1);
     const int64_t cached = min((c.c1 - a) / VEC, cache_vectors);
-    Stats st{-INFINITY, 0.0f};
+    LongStats st;
     visit_chunk<false, 4, kThreads>(
         p, c.c0, c.c1,
         [&](const Raw16 (&raw)[4], const bool (&ok)[4], const int64_t (&at)[4]) {
@@ -287,7 +286,7 @@ softmax_rows_twice_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Split
           const float x[1] = {to_float(p[i])};
           update(st, x);
         });
-    const RowOf<E> k = E::row(block_merge(st, slots));  // (its barriers also publish the cache)
+    const RowOf<E> k = E::row(block_merge(st.value(), slots));  // (its barriers also publish the cache)
     const int64_t rest = cached > 0 ? a + cached * VEC : c.c0;  // read again from here on
     write_chunk<E, T, 4, kThreads, true>(q, p, rest, c.c1, k, args.out_stride);
     if (cached > 0) {
@@ -369,7 +368,7 @@ softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitAr
   const int64_t cached = min((c1 - a) / VEC, cache_vectors);           // vectors from a on, in `cache`
   const int64_t rest = a + cached * VEC;                               // read from global memory
   const int pieces = static_cast<int>(ceil_div(cached, kPieceVectors));
-  Stats st{-INFINITY, 0.0f};
+  LongStats st;
   const auto stats_scalar = [&](int64_t i) {
     const float x[1] = {to_float(p[i])};
     update(st, x);
@@ -425,8 +424,8 @@ softmax_resident_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, SplitAr
     }
     stats_rest();  // last: the write pass reads it again first, while L2 holds it
   }
-  st = block_merge(st, slots);
-  if (active && threadIdx.x == 0) args.partials[task] = st;
+  const Stats chunk = block_merge(st.value(), slots);
+  if (active && threadIdx.x == 0) args.partials[task] = chunk;
   cg::this_grid().sync();
   if (!active) return;
   const RowOf<E> k = row_constants<E>(args.partials + row * args.splits, args.splits, slots);

@@ -75,16 +75,27 @@ __device__ __forceinline__ Stats merge(Stats a, Stats b) {
   const float m = fmaxf(a.m, b.m);
   return {m, rescale(a.s, a.m, m) + rescale(b.s, b.m, m)};
 }
-// merge() into a running (m, s) whose sum is compensated by comp
-// (long_sum.cuh): a long sequence of merges stays within a few roundings.
-// A new max rescales s and comp alike (by exactly 1 while the max holds).
-__device__ __forceinline__ void merge_compensated(float& m, float& s, float& comp, Stats b) {
-  const float mm = fmaxf(m, b.m);
-  s = rescale(s, m, mm);
-  comp = rescale(comp, m, mm);
-  compensated_add(s, comp, rescale(b.s, b.m, mm));
-  m = mm;
-}
+// A thread's running (max, sum) over an unbounded count of rounds or
+// merges, its sum compensated (long_sum.cuh): a plain running sum drifts by
+// up to a rounding a round, which adds up over the rounds of a long row. A
+// new max rescales the sum and its compensation alike.
+struct LongStats {
+  float m = -INFINITY, s = 0.0f, comp = 0.0f;
+  // Adds the sum of exp(x - m_new) over some elements, m_new >= m. (No
+  // branch on a moved max: exp(0) is exactly 1, and the branch cost the
+  // block-per-row kernels 16 registers.)
+  __device__ __forceinline__ void add(float m_new, float sum) {
+    s = rescale(s, m, m_new), comp = rescale(comp, m, m_new), m = m_new;
+    compensated_add(s, comp, sum);
+  }
+  __device__ __forceinline__ void merge(Stats b) {
+    const float mm = fmaxf(m, b.m);
+    add(mm, rescale(b.s, b.m, mm));
+  }
+  __device__ __forceinline__ Stats value() const { return {m, s - comp}; }
+};
+// A few elements into a running (max, sum): plain (bounded chains, as the
+// column kernels fold theirs) or long.
 template <int N>
 __device__ __forceinline__ void update(Stats& st, const float (&x)[N]) {
   float m = st.m;
@@ -95,11 +106,21 @@ __device__ __forceinline__ void update(Stats& st, const float (&x)[N]) {
   for (int e = 0; e < N; ++e) s += exp_or_zero(x[e], m);
   st = {m, s};
 }
+template <int N>
+__device__ __forceinline__ void update(LongStats& st, const float (&x)[N]) {
+  float m = st.m;
+#pragma unroll
+  for (int e = 0; e < N; ++e) m = fmaxf(m, x[e]);
+  float s = 0.0f;
+#pragma unroll
+  for (int e = 0; e < N; ++e) s += exp_or_zero(x[e], m);
+  st.add(m, s);
+}
 // update() over U loaded vectors at once (vector u counts when ok[u]): one
 // rescale per round and short dependency chains. Converts each vector twice
 // rather than hold U * VEC floats in registers.
 template <class T, int U>
-__device__ __forceinline__ void update_round(Stats& st, const Raw16 (&raw)[U], const bool (&ok)[U]) {
+__device__ __forceinline__ void update_round(LongStats& st, const Raw16 (&raw)[U], const bool (&ok)[U]) {
   constexpr int VEC = kVec16<T>;
   float mu[U];
 #pragma unroll
@@ -124,13 +145,13 @@ __device__ __forceinline__ void update_round(Stats& st, const Raw16 (&raw)[U], c
     accumulate([](float v) { return v == -INFINITY ? 0.0f : v; });
   else  // exp(-inf - m) is 0 for any m > -inf: no per-element test (2 instructions fewer)
     accumulate([m](float v) { return exp_minus(v, m); });
-  st = {m, rescale(st.s, st.m, m) + tree_sum(acc)};
+  st.add(m, tree_sum(acc));
 }
 // update_round over a kThreads block's round of U vectors of shared
 // memory from vector `first` on (this thread's: first + u * kThreads +
 // threadIdx.x, those below `count`).
 template <class T, int U, int kThreads>
-__device__ __forceinline__ void update_from_shared(Stats& st, const Raw16* shared, int64_t first, int64_t count) {
+__device__ __forceinline__ void update_from_shared(LongStats& st, const Raw16* shared, int64_t first, int64_t count) {
   Raw16 raw[U];
   bool ok[U];
 #pragma unroll

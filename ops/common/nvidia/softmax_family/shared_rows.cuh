@@ -83,16 +83,16 @@ softmax_rows_shared_kernel(T* out, const T* src, OffsetCalc<2, Index> rows, Shar
     }
   }
   __syncthreads();  // no thread waits on a barrier before it is initialized
-  Stats st{-INFINITY, 0.0f};
+  LongStats running;
   if (kEdges && edge_at >= 0) {
     const float x[1] = {edge};
-    update(st, x);
+    update(running, x);
   }
   for (int k = 0; k < pieces; ++k) {
     wait_landed(&landed[k], 0);
-    update_from_shared<T, U, kSharedThreads>(st, slice, int64_t{k} * kPiece, count);
+    update_from_shared<T, U, kSharedThreads>(running, slice, int64_t{k} * kPiece, count);
   }
-  st = block_merge(st, slots);
+  Stats st = block_merge(running.value(), slots);
   if constexpr (C > 1) {
     cg::cluster_group cluster = cg::this_cluster();
     if (threadIdx.x == 0) block_stats = st;
