@@ -148,6 +148,22 @@ def test_tall_column_sums_error_does_not_grow_with_rows(backend, device):
         del tall
 
 
+def test_long_row_sums_error_does_not_grow_with_rounds(backend, device):
+    """1024 rows of 2^20 elements of one value, enough rows to fill the GPU
+    unsplit: each lane adds 128 rounds of loads (NVIDIA rows_aligned). A
+    lane's running sum of its rounds drifted by 16 roundings in float32;
+    compensated, it stays within a few."""
+    _gpu_only(device)
+    rows, length = 1024, 2 ** 20
+    for dtype, bound in LONG_SUM_BOUNDS:
+        src = torch.full((rows, length), 0.1, dtype=dtype, device=device)
+        exact = src[0, 0].double().item() * length
+        result = oprt.reduce_sum(src, 1, backend=backend).double()
+        error = ((result - exact).abs() / exact).max().item()
+        assert error <= bound, (dtype, error / 2 ** -24)
+        del src
+
+
 def test_broadcast_runs_sum_error_grows_with_log_count(backend, device):
     """sum over all of 2^26 - 3 real values each repeated 1024 times
     (stride 0): 2^36 elements, the broadcast dim the innermost run and the
