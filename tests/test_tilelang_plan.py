@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import inspect
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -30,7 +31,8 @@ from operator_runtime._internal.tilelang_backend import TileLangBackend, plan_de
 from operator_runtime._internal.tilelang_elementwise import Binary, Unary  # noqa: E402
 from operator_runtime._internal.tilelang_kernels import discovered_ops, kernel_file, load_kernels  # noqa: E402
 from operator_runtime._internal.tilelang_planning import Planner  # noqa: E402
-from operator_runtime._internal.tilelang_row_sum import ROW_SUM_WARP_MAX, RowSumFamily  # noqa: E402
+from operator_runtime._internal.tilelang_row_sum import (ROW_SUM_WARP_MAX, SEGMENT_THREADS, UNROLL,  # noqa: E402
+                                                         RowSumFamily)
 from operator_runtime._internal.tilelang_softmax import CLUSTER_ROWS, SoftmaxFamily  # noqa: E402
 from operator_runtime.errors import BackendUnavailableError, OperatorRuntimeError  # noqa: E402
 from operator_runtime.ops import DESCRIPTIONS  # noqa: E402
@@ -106,12 +108,35 @@ def _merged(ms, ss, dim):
     return m, (ss * torch.exp(ms - m.unsqueeze(dim))).sum(dim)
 
 
+def row_sum_fake(name, args):
+    """The two-input kernels over dim 1 of [M, N]; the split pair through
+    float32 segment sums of term(a, b) in the workspace."""
+    fam, vec = args[0], (args[3] if name == "row_sum_block_rows" else args[2] if len(args) > 2 else 1)
+    assert isinstance(fam, RowSumFamily)
+
+    def whole_rows(a, b, out):
+        assert name != "row_sum_warp_rows" or a.shape[1] <= ROW_SUM_WARP_MAX
+        _vector_contract(name, args, vec, a, b, out, whole=a.shape[1])
+        out.copy_(reference(fam.name)(a.double(), b.double(), 1).to(out.dtype))
+
+    def partials(a, b, sums):
+        _vector_contract(name, args, vec, a, b, whole=a.shape[1])
+        assert sums.dtype == torch.float32 and sums.is_contiguous()
+        terms = fam.term(a.double(), b.double())
+        for s, (lo, hi) in enumerate(_row_segments(a.shape[1], sums.shape[1], SEGMENT_THREADS * vec * UNROLL)):
+            sums[:, s] = terms[:, lo:hi].sum(1).float()
+
+    def apply(a, b, sums, out):
+        terms = fam.term(a.double(), b.double()).sum(1)
+        torch.testing.assert_close(sums.double().sum(1), terms, rtol=1e-5, atol=1e-5)  # the partials' segments add up
+        whole_rows(a, b, out)
+
+    return {"row_sum_partials": partials, "row_sum_apply": apply}.get(name, whole_rows)
+
+
 def softmax_fake(name, args):
-    if name in ("row_sum_warp_rows", "row_sum_block_rows"):
-        def run_row_sum(a, b, out):  # the two-input op over dim 1 of [M, N]
-            assert isinstance(args[0], RowSumFamily) and (name != "row_sum_warp_rows" or a.shape[1] <= ROW_SUM_WARP_MAX)
-            out.copy_(reference(args[0].name)(a.double(), b.double(), 1).to(out.dtype))
-        return run_row_sum
+    if name.startswith("row_sum_"):
+        return row_sum_fake(name, args)
     fam = args[0] if args and isinstance(args[0], SoftmaxFamily) else None
 
     def apply(src, out):
@@ -452,6 +477,35 @@ def test_softmax_family_plans(op, case, kind):
     expected = reference(op)(x.double(), dim)
     run_plan(op, x, (x,), (dim,))
     torch.testing.assert_close(x.double(), expected, rtol=1e-5, atol=1e-6)
+
+
+ROW_SUM_CASES = [(((4, 33), 1), "row_sum_warp_rows"), (((64, 5000), 1), "row_sum_block_rows256"),
+                 (((600, 9000), 1), "row_sum_block_rows1024"), (((2, 40000), 1), r"row_sum_split\d+"),
+                 (((3, 40001), 1), r"row_sum_split\d+"), (((2 ** 20,), 0), r"row_sum_split\d+"),
+                 (((5, 6), 0), r"row_sum_warp_rows\+staged"), (((3000, 4), 0), r"row_sum_block_rows256\+staged"),
+                 (((40000, 3), 0), r"row_sum_split\d+\+staged")]
+
+
+@pytest.mark.parametrize("case,expected", ROW_SUM_CASES, ids=[str(c[0]) for c in ROW_SUM_CASES])
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("op", ops_on(RowSumFamily))
+def test_row_sum_family_plans(op, case, expected, kind):
+    """Every row form (a warp, a block, segments of few long rows) on every
+    layout, into out of three layouts and into each input."""
+    shape, dim = case
+    gen = make_generator(6)
+    a, b = layout(shape, kind, torch.float32, gen), layout(shape, kind, torch.float32, gen)
+    want = reference(op)(a.double(), b.double(), dim)
+    for out_kind in ("contiguous", "sliced", "transposed"):
+        out = layout(shape, out_kind, torch.float32, gen).fill_(float("nan"))
+        d = run_plan(op, out, (a, b), (dim,))
+        torch.testing.assert_close(out.double(), want, rtol=1e-5, atol=1e-6, msg=d.variant)
+        if kind == out_kind == "contiguous":
+            assert re.fullmatch(expected, d.variant), d.variant
+    for which in (0, 1):
+        x = [a.clone(), b.clone()]
+        run_plan(op, x[which], x, (dim,))
+        torch.testing.assert_close(x[which].double(), want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("shape,dtype,expected", [

@@ -10,13 +10,25 @@ tilelang_softmax.plan_along_dim stages it):
 
   rows      a/b/out [M, N] dense, the op over N
 
-Kernels (sizes T.dynamic):
+Kernels (sizes T.dynamic; vec > 1: 16-byte loads and stores, N a multiple
+of vec and every base aligned, else the scalar twin with vec = 1):
   row_sum_warp_rows(fam, dtype)           N <= ROW_SUM_WARP_MAX: a warp per
                                           row, each lane summing every 32nd
                                           element, then writing it
-  row_sum_block_rows(fam, dtype, threads) any N: a block per row, the same
-Both read the row twice (the second time from L1/L2). out may be either
-input itself: every element is read before its own write.
+  row_sum_block_rows(fam, dtype, threads, vec)
+                                          a block per row, UNROLL vectors of
+                                          each input in flight per thread
+  row_sum_partials(fam, dtype, vec)       few long rows: S segments per row, a
+     + row_sum_apply(fam, dtype, vec)     block each; the first launch writes
+                                          each segment's sum to the workspace,
+                                          the second adds a row's S sums (every
+                                          block of the row in the same order:
+                                          bitwise the same total) and writes
+                                          its segment
+A thread's terms are folded every FOLD rounds into a compensated total
+(compensated_add), so a row's sum does not drift with its length. A row is
+read twice (the second time mostly from L2). out may be either input
+itself: every element is read before its own write.
 """
 
 # No `from __future__ import annotations`: TileLang evaluates the prim_funcs'
@@ -25,11 +37,17 @@ input itself: every element is read before its own write.
 import math
 
 import tilelang.language as T
+import torch
 
-from .tilelang_device import DTYPES, F32, block_sum, warp_sum, with_denormals_flushed
+from .tilelang_device import (DTYPES, F32, block_sum, compensated_add, segments, vector_width, warp_sum,
+                              with_bounds_trusted, with_denormals_flushed)
 
 ROW_SUM_WARP_MAX = 1024
 ROW_SUM_BLOCK_THREADS = (256, 1024)
+SEGMENT_THREADS = 256
+UNROLL = 2          # vectors of each input in flight per thread
+FOLD = 16           # rounds a thread adds before folding into its compensated total
+MIN_SEGMENT = 8192  # elements: shorter segments spend more on the second launch than they gain
 
 
 class RowSumFamily:
@@ -55,9 +73,15 @@ class RowSumFamily:
         return [(d, d) for d in range(out.dim()) if d != params[0]]
 
     def variants(self):
-        return [item for d in DTYPES for item in
-                [(f"row_sum_warp_rows_{d}", row_sum_warp_rows, (self, d))]
-                + [(f"row_sum_block_rows_{d}_{t}", row_sum_block_rows, (self, d, t)) for t in ROW_SUM_BLOCK_THREADS]]
+        items = []
+        for d in DTYPES:
+            items.append((f"row_sum_warp_rows_{d}", row_sum_warp_rows, (self, d)))
+            for vec in sorted({vector_width(d), 1}):
+                items += [(f"row_sum_block_rows_{d}_{t}_v{vec}", row_sum_block_rows, (self, d, t, vec))
+                          for t in ROW_SUM_BLOCK_THREADS]
+                items += [(f"row_sum_{kind.__name__[8:]}_{d}_v{vec}", kind, (self, d, vec))
+                          for kind in (row_sum_partials, row_sum_apply)]
+        return items
 
 
 @with_denormals_flushed
@@ -90,40 +114,173 @@ def row_sum_warp_rows(fam: RowSumFamily, dtype: str):
     return softmax_row_sum_warp_rows.with_attr("global_symbol", f"{fam.name}_row_sum_warp_rows")
 
 
+@T.macro
+def segment_sum(fam, dtype, a, b, row, start, end, threads, vec, acc, red):
+    """acc[0] of every thread = the block's sum of term(a, b) over the row's
+    elements [start, end) (start a multiple of vec)."""
+    step = threads * vec * UNROLL
+    tx = T.get_thread_binding()
+    buf_a = T.alloc_local((UNROLL * vec,), dtype)
+    buf_b = T.alloc_local((UNROLL * vec,), dtype)
+    part = T.alloc_local((vec,), F32)
+    total = T.alloc_local((2,), F32)  # the folded sum, its compensation
+    tmp = T.alloc_local((2,), F32)
+    for v in T.unroll(vec):
+        part[v] = T.float32(0)
+    total[0] = T.float32(0)
+    total[1] = T.float32(0)
+    for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
+        for u in T.unroll(UNROLL):  # every load of the round in flight before any add
+            if start + k * step + (u * threads + tx) * vec < end:
+                for v in T.vectorized(vec):
+                    buf_a[u * vec + v] = a[row, start + k * step + (u * threads + tx) * vec + v]
+                for v in T.vectorized(vec):
+                    buf_b[u * vec + v] = b[row, start + k * step + (u * threads + tx) * vec + v]
+        for u in T.unroll(UNROLL):
+            if start + k * step + (u * threads + tx) * vec < end:
+                for v in T.unroll(vec):
+                    part[v] = part[v] + fam.term(T.cast(buf_a[u * vec + v], F32), T.cast(buf_b[u * vec + v], F32))
+        if k % FOLD == FOLD - 1:
+            acc[0] = T.float32(0)
+            for v in T.unroll(vec):
+                acc[0] = acc[0] + part[v]
+                part[v] = T.float32(0)
+            compensated_add(total, (0,), total, (1,), acc[0], tmp)
+    acc[0] = T.float32(0)
+    for v in T.unroll(vec):
+        acc[0] = acc[0] + part[v]
+    compensated_add(total, (0,), total, (1,), acc[0], tmp)
+    acc[0] = total[0] - total[1]
+    block_sum(acc, red, tx, threads)
+
+
+@T.macro
+def segment_write(fam, dtype, a, b, out, row, start, end, threads, vec, s):
+    """out = value(a, b, s) over the row's elements [start, end), a round's
+    loads all issued before its stores (out may be a or b)."""
+    step = threads * vec * UNROLL
+    tx = T.get_thread_binding()
+    buf_a = T.alloc_local((UNROLL * vec,), dtype)
+    buf_b = T.alloc_local((UNROLL * vec,), dtype)
+    res = T.alloc_local((vec,), dtype)
+    for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
+        for u in T.unroll(UNROLL):
+            if start + k * step + (u * threads + tx) * vec < end:
+                for v in T.vectorized(vec):
+                    buf_a[u * vec + v] = a[row, start + k * step + (u * threads + tx) * vec + v]
+                for v in T.vectorized(vec):
+                    buf_b[u * vec + v] = b[row, start + k * step + (u * threads + tx) * vec + v]
+        for u in T.unroll(UNROLL):
+            if start + k * step + (u * threads + tx) * vec < end:
+                for v in T.unroll(vec):
+                    res[v] = T.cast(fam.value(T.cast(buf_a[u * vec + v], F32), T.cast(buf_b[u * vec + v], F32), s),
+                                    dtype)
+                for v in T.vectorized(vec):
+                    out[row, start + k * step + (u * threads + tx) * vec + v] = res[v]
+
+
+@with_bounds_trusted  # every access under its own bounds test
 @with_denormals_flushed
-def row_sum_block_rows(fam: RowSumFamily, dtype: str, threads: int):
+def row_sum_block_rows(fam: RowSumFamily, dtype: str, threads: int, vec: int):
     M, N = T.dynamic("M N")
 
     @T.prim_func
     def softmax_row_sum_block_rows(a: T.Tensor((M, N), dtype), b: T.Tensor((M, N), dtype),
                                    out: T.Tensor((M, N), dtype)):
         with T.Kernel(M, threads=threads) as row:
-            tx = T.get_thread_binding()
-            s = T.alloc_local((1,), F32)
+            if vec > 1:
+                T.assume(N % vec == 0)
+            acc = T.alloc_local((1,), F32)
             red = T.alloc_shared((32,), F32)
-            s[0] = T.float32(0)
-            for j in T.serial(T.ceildiv(N, threads)):
-                if j * threads + tx < N:
-                    s[0] = s[0] + fam.term(T.cast(a[row, j * threads + tx], F32), T.cast(b[row, j * threads + tx], F32))
-            block_sum(s, red, tx, threads)
-            for j in T.serial(T.ceildiv(N, threads)):
-                if j * threads + tx < N:
-                    out[row, j * threads + tx] = T.cast(
-                        fam.value(T.cast(a[row, j * threads + tx], F32), T.cast(b[row, j * threads + tx], F32), s[0]),
-                        dtype)
+            segment_sum(fam, dtype, a, b, row, 0, N, threads, vec, acc, red)
+            segment_write(fam, dtype, a, b, out, row, 0, N, threads, vec, acc[0])
 
-    return softmax_row_sum_block_rows.with_attr("global_symbol", f"{fam.name}_row_sum_block_rows{threads}")
+    return softmax_row_sum_block_rows.with_attr("global_symbol", f"{fam.name}_row_sum_block_rows{threads}_v{vec}")
 
 
-def _plan_row_sum_rows(fam: RowSumFamily, p, dtype, N: int):
+@with_bounds_trusted  # every access under its own bounds test
+@with_denormals_flushed
+def row_sum_partials(fam: RowSumFamily, dtype: str, vec: int):
+    M, N, S = T.dynamic("M N S")
+    step = SEGMENT_THREADS * vec * UNROLL
+
+    @T.prim_func
+    def softmax_row_sum_partials(a: T.Tensor((M, N), dtype), b: T.Tensor((M, N), dtype),
+                                 sums: T.Tensor((M, S), F32)):
+        with T.Kernel(M, S, threads=SEGMENT_THREADS) as (row, seg):
+            if vec > 1:
+                T.assume(N % vec == 0)
+            acc = T.alloc_local((1,), F32)
+            red = T.alloc_shared((32,), F32)
+            # whole rounds of loads per segment, so every segment starts aligned
+            # (the round count a register: no division per load)
+            seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))
+            start = seg * seg_steps * step
+            segment_sum(fam, dtype, a, b, row, start, T.min(N, start + seg_steps * step), SEGMENT_THREADS, vec, acc,
+                        red)
+            if T.get_thread_binding() == 0:
+                sums[row, seg] = acc[0]
+
+    return softmax_row_sum_partials.with_attr("global_symbol", f"{fam.name}_row_sum_partials_v{vec}")
+
+
+@with_bounds_trusted  # every access under its own bounds test
+@with_denormals_flushed
+def row_sum_apply(fam: RowSumFamily, dtype: str, vec: int):
+    M, N, S = T.dynamic("M N S")
+    step = SEGMENT_THREADS * vec * UNROLL
+
+    @T.prim_func
+    def softmax_row_sum_apply(a: T.Tensor((M, N), dtype), b: T.Tensor((M, N), dtype), sums: T.Tensor((M, S), F32),
+                              out: T.Tensor((M, N), dtype)):
+        with T.Kernel(M, S, threads=SEGMENT_THREADS) as (row, seg):
+            if vec > 1:
+                T.assume(N % vec == 0)
+            tx = T.get_thread_binding()
+            acc = T.alloc_local((1,), F32)
+            total = T.alloc_local((2,), F32)
+            tmp = T.alloc_local((2,), F32)
+            red = T.alloc_shared((32,), F32)
+            total[0] = T.float32(0)
+            total[1] = T.float32(0)
+            for j in T.serial(T.ceildiv(S, SEGMENT_THREADS)):
+                if j * SEGMENT_THREADS + tx < S:
+                    compensated_add(total, (0,), total, (1,), sums[row, j * SEGMENT_THREADS + tx], tmp)
+            acc[0] = total[0] - total[1]
+            block_sum(acc, red, tx, SEGMENT_THREADS)
+            seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))  # as row_sum_partials
+            start = seg * seg_steps * step
+            segment_write(fam, dtype, a, b, out, row, start, T.min(N, start + seg_steps * step), SEGMENT_THREADS, vec,
+                          acc[0])
+
+    return softmax_row_sum_apply.with_attr("global_symbol", f"{fam.name}_row_sum_apply_v{vec}")
+
+
+def _plan_row_sum_rows(fam: RowSumFamily, p, dtype, M: int, N: int):
     """Body (a, b, out: [M, N] dense views, ws)."""
     dt = p.dtype_name(dtype)
     if N <= ROW_SUM_WARP_MAX:
         kernel = p.kernel(row_sum_warp_rows, (fam, dt))
         return (lambda a, b, out, ws: kernel(a, b, out)), "row_sum_warp_rows"
-    threads = ROW_SUM_BLOCK_THREADS[0] if N <= 8192 else ROW_SUM_BLOCK_THREADS[-1]
-    kernel = p.kernel(row_sum_block_rows, (fam, dt, threads))
-    return (lambda a, b, out, ws: kernel(a, b, out)), f"row_sum_block_rows{threads}"
+    vec = vector_width(dt) if N % vector_width(dt) == 0 else 1
+    S = segments(M, N, MIN_SEGMENT)
+    if S == 1:
+        threads = ROW_SUM_BLOCK_THREADS[0] if N <= 8192 else ROW_SUM_BLOCK_THREADS[-1]
+        pick = p.launcher(row_sum_block_rows, (fam, dt, threads, vec), (fam, dt, threads, 1))
+        return (lambda a, b, out, ws: pick(p.aligned(a, b, out))(a, b, out)), f"row_sum_block_rows{threads}"
+    partials = p.launcher(row_sum_partials, (fam, dt, vec), (fam, dt, 1))
+    apply = p.launcher(row_sum_apply, (fam, dt, vec), (fam, dt, 1))
+    name = f"row_sums{len(p.ws.regions)}"
+    p.ws.add(name, M * S, torch.float32)
+    regions = p.ws
+
+    def run(a, b, out, ws):
+        sums = regions.view(ws, name, (M, S))
+        aligned = p.aligned(a, b, out)
+        partials(aligned)(a, b, sums)
+        apply(aligned)(a, b, sums, out)
+
+    return run, f"row_sum_split{S}"
 
 
 def plan_row_sum(fam: RowSumFamily, p, out, a, b, dim: int):
@@ -131,7 +288,7 @@ def plan_row_sum(fam: RowSumFamily, p, out, a, b, dim: int):
         return p.done("empty")
     nd = a.dim()
     if nd == 0:
-        body, variant = _plan_row_sum_rows(fam, p, a.dtype, 1)
+        body, variant = _plan_row_sum_rows(fam, p, a.dtype, 1, 1)
         one = ((1, 1), (1, 1))
         return p.done(variant, lambda o, ins, ws: body(ins[0].as_strided(*one), ins[1].as_strided(*one),
                                                        o.as_strided(*one), ws))
@@ -141,7 +298,7 @@ def plan_row_sum(fam: RowSumFamily, p, out, a, b, dim: int):
     others = [d for d in range(nd) if d != dim]
     o_shape, rows = p.coalesce([a.shape[d] for d in others], [[t.stride(d) for d in others] for t in tensors])
     M = math.prod(o_shape)
-    body, variant = _plan_row_sum_rows(fam, p, a.dtype, N)
+    body, variant = _plan_row_sum_rows(fam, p, a.dtype, M, N)
 
     def rows_ok(strides_rows, stride_dim):
         return stride_dim == 1 and (not o_shape or (len(o_shape) == 1 and strides_rows[0] == N))
