@@ -192,6 +192,9 @@ int main() {
       {"accuracy-columns-whole-long-chains", {{32768, 128}}, {0}, false, {}, kLongChains, 0.1f, wide},
       {"accuracy-columns-long-chains", {{32768, 120}}, {0}, false, {}, kLongChains, 0.1f, wide},
       {"accuracy-rows-broadcast-runs", {{1 << 18, 1000}, {1, 0}}, {0, 1}, false, {}, {}, 0.1f, wide},
+      // long real rows, enough of them to fill the emulated GPU unsplit: 128 rounds of loads a lane
+      // (rows_aligned), whose running sums drifted past 8 float32 roundings
+      {"accuracy-rows-long", {{16, 1 << 20}}, {1}, false, {}, {}, 0.1f, {OPRT_DTYPE_F32}},
       {"zeros", {{5, 0, 3}}, {1}},
       {"empty", {{0, 7}}, {1}},
       {"no-dims", {{4, 5}}, {}},
