@@ -115,10 +115,30 @@ def row_sum_warp_rows(fam: RowSumFamily, dtype: str):
 
 
 @T.macro
-def segment_sum(fam, dtype, a, b, row, start, end, threads, vec, acc, red):
-    """acc[0] of every thread = the block's sum of term(a, b) over the row's
-    elements [start, end) (start a multiple of vec)."""
+def load_round(a, b, buf_a, buf_b, row, first, end, threads, vec):
+    """A round of UNROLL vectors of each input from row element `first` on
+    (this thread's: first + (u * threads + tx) * vec), those below `end`."""
+    tx = T.get_thread_binding()
+    for u in T.unroll(UNROLL):
+        if first + (u * threads + tx) * vec < end:
+            for v in T.vectorized(vec):
+                buf_a[u * vec + v] = a[row, first + (u * threads + tx) * vec + v]
+            for v in T.vectorized(vec):
+                buf_b[u * vec + v] = b[row, first + (u * threads + tx) * vec + v]
+
+
+@T.macro
+def segment_sum(fam, dtype, a, b, row, seg, S, threads, vec, acc, red):
+    """acc[0] of every thread = the block's sum of term(a, b) over segment
+    seg of S of the row (S = 1: the whole row). A segment is whole rounds
+    of loads, so every segment starts aligned; the round count is held in a
+    register (no division per load). (A Python helper cannot hold the
+    count: T.alloc_var yields a variable only inside a macro or kernel.)"""
+    N = a.shape[1]
     step = threads * vec * UNROLL
+    seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))
+    start = seg * seg_steps * step
+    end = T.min(N, start + seg_steps * step)
     tx = T.get_thread_binding()
     buf_a = T.alloc_local((UNROLL * vec,), dtype)
     buf_b = T.alloc_local((UNROLL * vec,), dtype)
@@ -130,12 +150,7 @@ def segment_sum(fam, dtype, a, b, row, start, end, threads, vec, acc, red):
     total[0] = T.float32(0)
     total[1] = T.float32(0)
     for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
-        for u in T.unroll(UNROLL):  # every load of the round in flight before any add
-            if start + k * step + (u * threads + tx) * vec < end:
-                for v in T.vectorized(vec):
-                    buf_a[u * vec + v] = a[row, start + k * step + (u * threads + tx) * vec + v]
-                for v in T.vectorized(vec):
-                    buf_b[u * vec + v] = b[row, start + k * step + (u * threads + tx) * vec + v]
+        load_round(a, b, buf_a, buf_b, row, start + k * step, end, threads, vec)  # all in flight before any add
         for u in T.unroll(UNROLL):
             if start + k * step + (u * threads + tx) * vec < end:
                 for v in T.unroll(vec):
@@ -155,21 +170,21 @@ def segment_sum(fam, dtype, a, b, row, start, end, threads, vec, acc, red):
 
 
 @T.macro
-def segment_write(fam, dtype, a, b, out, row, start, end, threads, vec, s):
-    """out = value(a, b, s) over the row's elements [start, end), a round's
-    loads all issued before its stores (out may be a or b)."""
+def segment_write(fam, dtype, a, b, out, row, seg, S, threads, vec, s):
+    """out = value(a, b, s) over segment seg of S of the row (as
+    segment_sum cuts it), a round's loads all issued before its stores (out
+    may be a or b)."""
+    N = a.shape[1]
     step = threads * vec * UNROLL
+    seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))
+    start = seg * seg_steps * step
+    end = T.min(N, start + seg_steps * step)
     tx = T.get_thread_binding()
     buf_a = T.alloc_local((UNROLL * vec,), dtype)
     buf_b = T.alloc_local((UNROLL * vec,), dtype)
     res = T.alloc_local((vec,), dtype)
     for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
-        for u in T.unroll(UNROLL):
-            if start + k * step + (u * threads + tx) * vec < end:
-                for v in T.vectorized(vec):
-                    buf_a[u * vec + v] = a[row, start + k * step + (u * threads + tx) * vec + v]
-                for v in T.vectorized(vec):
-                    buf_b[u * vec + v] = b[row, start + k * step + (u * threads + tx) * vec + v]
+        load_round(a, b, buf_a, buf_b, row, start + k * step, end, threads, vec)
         for u in T.unroll(UNROLL):
             if start + k * step + (u * threads + tx) * vec < end:
                 for v in T.unroll(vec):
@@ -192,8 +207,8 @@ def row_sum_block_rows(fam: RowSumFamily, dtype: str, threads: int, vec: int):
                 T.assume(N % vec == 0)
             acc = T.alloc_local((1,), F32)
             red = T.alloc_shared((32,), F32)
-            segment_sum(fam, dtype, a, b, row, 0, N, threads, vec, acc, red)
-            segment_write(fam, dtype, a, b, out, row, 0, N, threads, vec, acc[0])
+            segment_sum(fam, dtype, a, b, row, 0, 1, threads, vec, acc, red)
+            segment_write(fam, dtype, a, b, out, row, 0, 1, threads, vec, acc[0])
 
     return softmax_row_sum_block_rows.with_attr("global_symbol", f"{fam.name}_row_sum_block_rows{threads}_v{vec}")
 
@@ -202,7 +217,6 @@ def row_sum_block_rows(fam: RowSumFamily, dtype: str, threads: int, vec: int):
 @with_denormals_flushed
 def row_sum_partials(fam: RowSumFamily, dtype: str, vec: int):
     M, N, S = T.dynamic("M N S")
-    step = SEGMENT_THREADS * vec * UNROLL
 
     @T.prim_func
     def softmax_row_sum_partials(a: T.Tensor((M, N), dtype), b: T.Tensor((M, N), dtype),
@@ -212,12 +226,7 @@ def row_sum_partials(fam: RowSumFamily, dtype: str, vec: int):
                 T.assume(N % vec == 0)
             acc = T.alloc_local((1,), F32)
             red = T.alloc_shared((32,), F32)
-            # whole rounds of loads per segment, so every segment starts aligned
-            # (the round count a register: no division per load)
-            seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))
-            start = seg * seg_steps * step
-            segment_sum(fam, dtype, a, b, row, start, T.min(N, start + seg_steps * step), SEGMENT_THREADS, vec, acc,
-                        red)
+            segment_sum(fam, dtype, a, b, row, seg, S, SEGMENT_THREADS, vec, acc, red)
             if T.get_thread_binding() == 0:
                 sums[row, seg] = acc[0]
 
@@ -228,7 +237,6 @@ def row_sum_partials(fam: RowSumFamily, dtype: str, vec: int):
 @with_denormals_flushed
 def row_sum_apply(fam: RowSumFamily, dtype: str, vec: int):
     M, N, S = T.dynamic("M N S")
-    step = SEGMENT_THREADS * vec * UNROLL
 
     @T.prim_func
     def softmax_row_sum_apply(a: T.Tensor((M, N), dtype), b: T.Tensor((M, N), dtype), sums: T.Tensor((M, S), F32),
@@ -248,10 +256,7 @@ def row_sum_apply(fam: RowSumFamily, dtype: str, vec: int):
                     compensated_add(total, (0,), total, (1,), sums[row, j * SEGMENT_THREADS + tx], tmp)
             acc[0] = total[0] - total[1]
             block_sum(acc, red, tx, SEGMENT_THREADS)
-            seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))  # as row_sum_partials
-            start = seg * seg_steps * step
-            segment_write(fam, dtype, a, b, out, row, start, T.min(N, start + seg_steps * step), SEGMENT_THREADS, vec,
-                          acc[0])
+            segment_write(fam, dtype, a, b, out, row, seg, S, SEGMENT_THREADS, vec, acc[0])
 
     return softmax_row_sum_apply.with_attr("global_symbol", f"{fam.name}_row_sum_apply_v{vec}")
 
