@@ -81,9 +81,8 @@ __device__ __forceinline__ Stats merge(Stats a, Stats b) {
 // new max rescales the sum and its compensation alike.
 struct LongStats {
   float m = -INFINITY, s = 0.0f, comp = 0.0f;
-  // Adds the sum of exp(x - m_new) over some elements, m_new >= m. (No
-  // branch on a moved max: exp(0) is exactly 1, and the branch cost the
-  // block-per-row kernels 16 registers.)
+  // Adds the sum of exp(x - m_new) over some elements, m_new >= m (no
+  // branch on a moved max: the rescale by exp(0) is exactly 1).
   __device__ __forceinline__ void add(float m_new, float sum) {
     s = rescale(s, m, m_new), comp = rescale(comp, m, m_new), m = m_new;
     compensated_add(s, comp, sum);
