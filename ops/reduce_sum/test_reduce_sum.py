@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, strategies as st
 
 import operator_runtime as oprt
-from harness import OpSpec, check_out_variant, check_sum, outs, shapes, tensors
+from harness import OpSpec, check_all_forms, check_out_variant, check_sum, outs, shapes, tensors
 from operator_runtime_testing import make_out, make_tensor
 
 
@@ -98,6 +98,16 @@ def test_fp16_sum_beyond_fp16_partial_range(backend, device):
     # many small terms: fp16 accumulation would stall at 2048, float32 does not
     ones = torch.ones(3000, dtype=half, device=device)
     assert oprt.reduce_sum(ones, backend=backend).item() == 3000.0
+
+
+@pytest.mark.parametrize("shape", [(1029, 1027), (5, 200003)], ids=str)
+@pytest.mark.parametrize("kind", ["contiguous", "offset"])
+def test_rows_not_whole_vectors(backend, dtype, device, gen, shape, kind):
+    """Rows whose length is no multiple of a 16-byte vector, so each row
+    starts at another place within a vector, unsplit and split over blocks
+    (TileLang counts vectors from the tensor's start and takes each row's
+    few leftover elements one by one)."""
+    check_all_forms(SPEC, [make_tensor(shape, dtype, device, kind, gen)], {"dim": -1}, backend, gen)
 
 
 @pytest.mark.parametrize("shape, dim", [((1 << 20,), None), ((4096, 256), 0), ((16, 65536), 1)],

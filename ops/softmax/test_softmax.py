@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, strategies as st
 
 import operator_runtime as oprt
-from harness import (OpSpec, check_normalized, check_out_variant, outs, shapes,
+from harness import (OpSpec, check_all_forms, check_normalized, check_out_variant, outs, shapes,
                      tensors)
 from operator_runtime_testing import assert_untouched, make_out, make_tensor, snapshot
 
@@ -55,6 +55,16 @@ def test_tall_column_softmax_sum_does_not_drift(backend, device):
     total = 1.0 + (rows - 1) * e
     error = max(abs(out[0] - 1.0 / total).max().item() * total, abs(out[1:] - e / total).max().item() * total / e)
     assert error <= 64 * 2 ** -24, error / 2 ** -24
+
+
+@pytest.mark.parametrize("shape", [(6, 50257), (3, 3 * 2 ** 16 + 5)], ids=str)
+@pytest.mark.parametrize("kind", ["contiguous", "offset"])
+def test_long_rows_not_whole_vectors(backend, dtype, device, gen, shape, kind):
+    """Rows longer than a block holds, their length no multiple of a 16-byte
+    vector, so each row starts at another place within a vector (TileLang
+    cuts them into segments of vectors counted from the tensor's start and
+    takes each row's few leftover elements one by one)."""
+    check_all_forms(SPEC, [make_tensor(shape, dtype, device, kind, gen) * 4], {"dim": -1}, backend, gen)
 
 
 @pytest.mark.parametrize("kind", ["contiguous", "transposed", "sliced", "offset", "mixed"])

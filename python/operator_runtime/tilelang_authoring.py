@@ -24,7 +24,7 @@ them. An op built on a shared layer is an instance of it:
 from ._internal.tilelang_device import (DTYPES, F32, MAX_GRID_Y, NEG_INF, PASS_CONFIGS, RESIDENT_BLOCKS,
                                         TARGET_BLOCKS, WARP, block_max, block_sum, column_tile, compensated_add,
                                         exp_term, fast_exp, itemsize, load_column_round, pass_configs, rescale,
-                                        rows_per_warp, scaled, segments, term_under_neg_inf_max, tuned_off,
+                                        row_edge, rows_per_warp, scaled, segments, term_under_neg_inf_max, tuned_off,
                                         vector_width, warp_max, warp_sum, with_bounds_trusted,
                                         with_denormals_flushed, with_stores_lowered)
 from ._internal.tilelang_elementwise import COPY, Binary, Unary, identity
@@ -39,7 +39,7 @@ __all__ = [
     "PASS_CONFIGS", "pass_configs", "with_stores_lowered", "with_denormals_flushed", "with_bounds_trusted",
     # device macros and math
     "warp_sum", "warp_max", "block_sum", "block_max", "compensated_add", "column_tile", "load_column_round",
-    "fast_exp", "scaled", "exp_term", "term_under_neg_inf_max", "rescale",
+    "row_edge", "fast_exp", "scaled", "exp_term", "term_under_neg_inf_max", "rescale",
     # shared layers
     "Unary", "Binary", "COPY", "identity", "SoftmaxFamily", "RowSumFamily",
 ]

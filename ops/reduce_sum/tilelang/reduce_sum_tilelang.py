@@ -28,7 +28,8 @@ by the dropped size, rounding once into out (a 2^36-element broadcast is
 neither a serial chain of 2^36 adds nor a staged copy of every element).
 
 Kernels (sizes T.dynamic):
-  rows(src, out, vec, unroll)  one block of 256 threads per (row, segment); grid (M, S)
+  rows(src, out, vec, unroll)  one block of 256 threads per (row, segment); grid (M, S);
+                             flat: rows not whole vectors long (see rows)
   rows(..., finish=True)     (src, partials, counters, out): S > 1, one launch
                              (finish_by_last_block)
   group_rows(src, out, lanes) short rows, N % vec == 0, aligned: `lanes` lanes
@@ -40,8 +41,9 @@ Kernels (sizes T.dynamic):
                              warps on interleaved rows, summed in shared
                              memory
   scale_sums(sums, out, scale)  out = sums * scale (float32 sums, float64 scale)
-vec > 1 uses 16-byte loads and needs the row length (or C) to be a multiple
-of vec and the pointers 16-byte aligned; vec = 1 uses coalesced scalar loads.
+vec > 1 uses 16-byte loads and needs the pointers 16-byte aligned and the
+row length (or C) a multiple of vec, except in rows' flat form; vec = 1 uses
+coalesced scalar loads.
 """
 
 import math
@@ -50,8 +52,8 @@ import tilelang.language as T
 import torch
 
 from operator_runtime.tilelang_authoring import (DTYPES, F32, RESIDENT_BLOCKS, TARGET_BLOCKS, block_sum, column_tile,
-                                                 compensated_add, load_column_round, rows_per_warp, segments,
-                                                 tuned_off, vector_width)
+                                                 compensated_add, load_column_round, row_edge, rows_per_warp, segments,
+                                                 tuned_off, vector_width, with_bounds_trusted)
 
 THREADS = 256
 GROUP_ROW_LANES = (4, 8, 16, 32)  # group_rows: lanes per row (2 vectors each per step)
@@ -91,14 +93,18 @@ def finish_by_last_block(partials, counters, out, row, seg, S, acc, red, threads
             counters[row] = 0
 
 
-def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2, finish: bool = False):
+@with_bounds_trusted  # every access is bounded by its row's whole vectors [lo, hi) or its edges
+def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2, finish: bool = False, flat: bool = False):
     """A block per (row, segment): `unroll` loads of `vec` elements in flight
     per thread, added into two vectors of float32 accumulators (in load
     order: deterministic). Without `finish` the block writes its sum to
     out[row, seg]; with it (S > 1) to the float32 partials[row, seg], and the
-    row's last block to finish adds the row's S partials into out[row]."""
+    row's last block to finish adds the row's S partials into out[row].
+    Vectors are counted from the tensor's start; flat (N % vec != 0, 16-byte
+    aligned base): a row's up to 2 * (vec - 1) elements outside its whole
+    vectors are added one each by segment 0's first threads."""
     threads = THREADS
-    step = threads * vec * unroll
+    step = threads * unroll  # vectors a round
     slots = min(unroll, 2)
     M, N, S = T.dynamic("M N S")
     om, os = T.dynamic("om os", "int64")
@@ -111,32 +117,41 @@ def rows(src_dtype: str, out_dtype: str, vec: int, unroll: int = 2, finish: bool
         total = T.alloc_local((2,), F32)  # the folded sum, its compensation
         tmp = T.alloc_local((2,), F32)
         buf = T.alloc_local((unroll * vec,), src_dtype)
-        if vec > 1:
+        src1 = T.reshape(src, (M * N,))
+        if vec > 1 and not flat:
             T.assume(N % vec == 0)
-        # segment length: a multiple of `step`, so every segment starts aligned
-        # (registers hold the quotients: inlined, they cost divisions per load)
-        seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))
+        first = row * N
+        lo = T.ceildiv(first, vec)  # the row's first whole vector
+        hi = (first + N) // vec  # one past its last
+        # segments of whole rounds (registers hold the quotients: inlined,
+        # they cost divisions per load)
+        seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(hi - lo, S), step))
         T.assume(seg_steps >= 1)
-        start = seg * seg_steps * step
-        end = T.min(N, start + seg_steps * step)
+        start = lo + seg * seg_steps * step
+        end = T.min(hi, start + seg_steps * step)
         for j in T.unroll(slots * vec):
             part[j] = T.float32(0)
         total[0] = T.float32(0)
         total[1] = T.float32(0)
+        if flat:
+            edge, on_edge = row_edge(first, N, lo, hi, tx, vec)
+            if seg == 0 and on_edge:
+                part[0] = T.cast(src1[edge], F32)
         for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
             if start + (k + 1) * step <= end:
                 for u in T.unroll(unroll):
                     for v in T.vectorized(vec):
-                        buf[u * vec + v] = src[row, start + k * step + (u * threads + tx) * vec + v]
+                        buf[u * vec + v] = src1[(start + k * step + u * threads + tx) * vec + v]
                 for u in T.unroll(unroll):
                     for v in T.unroll(vec):
                         part[u % slots * vec + v] = part[u % slots * vec + v] + T.cast(buf[u * vec + v], F32)
             else:
                 for u in T.unroll(unroll):
-                    for v in T.unroll(vec):
-                        if start + k * step + (u * threads + tx) * vec + v < end:
-                            part[u % slots * vec + v] = part[u % slots * vec + v] + T.cast(
-                                src[row, start + k * step + (u * threads + tx) * vec + v], F32)
+                    if start + k * step + u * threads + tx < end:
+                        for v in T.vectorized(vec):
+                            buf[v] = src1[(start + k * step + u * threads + tx) * vec + v]
+                        for v in T.unroll(vec):
+                            part[u % slots * vec + v] = part[u % slots * vec + v] + T.cast(buf[v], F32)
             if k % FOLD == FOLD - 1:
                 acc[0] = T.float32(0)
                 for j in T.unroll(slots * vec):
@@ -373,6 +388,9 @@ def variants():
         for od, suffix in ((d, ""), (F32, "_to_f32")):
             out.append((f"rows_split_{d}{suffix}_v", rows, (d, od, vector_width(d), SPLIT_UNROLL, True)))
             out.append((f"rows_split_{d}{suffix}_1", rows, (d, od, 1, 2, True)))
+        for od, suffix in ((d, ""), (F32, "_to_f32")):
+            out.append((f"rows_{d}{suffix}_flat", rows, (d, od, vector_width(d), 2, False, True)))
+            out.append((f"rows_split_{d}{suffix}_flat", rows, (d, od, vector_width(d), SPLIT_UNROLL, True, True)))
         out.append((f"warp_rows_{d}", warp_rows, (d, d)))
         for lanes in GROUP_ROW_LANES:
             out.append((f"group_rows_{d}_{lanes}", group_rows, (d, d, lanes)))
@@ -405,7 +423,7 @@ def _plan_rows(p, src_dtype, out_dtype, M: int, N: int):
         return (lambda src, out, ws: kernel(src, out)), "warp_rows"
     S = segments(M, N, 8192)
     if S == 1:
-        pick = p.launcher(rows, (sd, od, vec) if N % vec == 0 else (sd, od, 1), (sd, od, 1))
+        pick = p.launcher(rows, (sd, od, vec) if N % vec == 0 else (sd, od, vec, 2, False, True), (sd, od, 1))
 
         def run(src, out, ws):
             pick(p.aligned(src))(src, out.as_strided((M, 1), (out.stride(0), 1)))
@@ -414,7 +432,8 @@ def _plan_rows(p, src_dtype, out_dtype, M: int, N: int):
     # S segments per row, a block each, into float32 partials; each row's
     # last block adds them up (one launch; see finish_by_last_block)
     scalar = (sd, od, 1, 2, True)
-    pick = p.launcher(rows, (sd, od, vec, SPLIT_UNROLL, True) if N % vec == 0 else scalar, scalar)
+    flat = () if N % vec == 0 else (True,)
+    pick = p.launcher(rows, (sd, od, vec, SPLIT_UNROLL, True, *flat), scalar)
     name = f"partials{len(p.ws.regions)}"
     p.ws.add(name, M * S, torch.float32)
     counters = p.ZeroedCounters(M)

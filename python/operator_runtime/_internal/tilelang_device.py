@@ -36,6 +36,16 @@ def segments(blocks: int, length: int, min_segment: int, target: int = TARGET_BL
     return max(1, min(-(-target // blocks), -(-length // min_segment), MAX_GRID_Y))
 
 
+def row_edge(first, N, lo, hi, tx, vec):
+    """(index, whether thread tx has one) of a row's elements outside its
+    whole vectors lo .. hi - 1 (counted from the tensor's start): threads
+    0 .. vec - 1 take the up to vec - 1 before vector lo, threads
+    vec .. 2 vec - 1 those from vector hi on. The row starts at element
+    `first` and is N >= 2 * vec long."""
+    edge = T.if_then_else(tx < vec, first + tx, hi * vec + tx - vec)
+    return edge, T.if_then_else(tx < vec, edge < lo * vec, T.And(tx < 2 * vec, edge < first + N))
+
+
 # How every kernel is compiled (the runtime and tilelang_compile alike):
 # tl.force_let_inline substitutes an index expression bound to a Python name
 # (start = seg * seg_len) where it is used, as the front end does for names

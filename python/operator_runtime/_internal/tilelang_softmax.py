@@ -25,13 +25,17 @@ Kernels (sizes T.dynamic; `fam` is the op's SoftmaxFamily):
   block_rows(fam, dtype, threads, per_thread, vec)
                                         N <= threads * per_thread: a block per
                                         row, the row in registers
-  split_stats(dtype, vec) + split_apply(fam, dtype, vec)
+  split_stats(dtype, vec, flat) + split_apply(fam, dtype, vec, flat)
                                         long rows: each row cut into S
                                         segments; the first launch writes each
                                         segment's (max, sum of exp) to the
                                         workspace with an online update, the
                                         second merges a row's S pairs and
-                                        writes its segment: 2 reads + 1 write
+                                        writes its segment: 2 reads + 1 write;
+                                        flat (N % vec != 0, aligned): vectors
+                                        counted from the tensor's start, a
+                                        row's few elements outside them taken
+                                        one each by segment 0's first threads
   column_stats(dtype) + column_combine() + column_apply(fam, dtype, merged=True)
                                         the same steps down columns, one
                                         thread per column, S row segments;
@@ -59,7 +63,7 @@ import torch
 
 from .tilelang_device import (DTYPES, F32, MAX_GRID_Y, NEG_INF, RESIDENT_BLOCKS, TARGET_BLOCKS, block_max, block_sum,
                               column_tile, compensated_add, exp_term, fast_exp, load_column_round, rescale,
-                              rows_per_warp, scaled, segments, term_under_neg_inf_max, tuned_off, vector_width,
+                              row_edge, rows_per_warp, scaled, segments, term_under_neg_inf_max, tuned_off, vector_width,
                               with_bounds_trusted, with_denormals_flushed, with_stores_lowered)
 
 
@@ -320,8 +324,7 @@ def block_rows(fam: SoftmaxFamily, dtype: str, threads: int, per_thread: int, ve
                     for v in T.unroll(vec):
                         x[c * vec + v] = T.cast(buf[v], held)
                 # threads 0 .. vec - 1: elements first + tx before lo; vec .. 2 vec - 1: from hi on
-                edge = T.if_then_else(tx < vec, first + tx, hi * vec + tx - vec)
-                on_edge = T.if_then_else(tx < vec, edge < lo * vec, tx < 2 * vec and edge < first + N)
+                edge, on_edge = row_edge(first, N, lo, hi, tx, vec)
                 e[0] = T.float32(NEG_INF)
                 if on_edge:
                     e[0] = T.cast(src1[edge], F32)
@@ -378,9 +381,10 @@ def block_rows(fam: SoftmaxFamily, dtype: str, threads: int, per_thread: int, ve
 
 
 @with_denormals_flushed
-def split_stats(dtype: str, vec: int, unroll: int = 2):
+@with_bounds_trusted  # every access is bounded by its row's [lo, hi) or edges
+def split_stats(dtype: str, vec: int, unroll: int = 2, flat: bool = False):
     threads = SPLIT_THREADS
-    step = threads * vec * unroll
+    step = threads * unroll  # vectors a round
     M, N, S = T.dynamic("M N S")
 
     @T.prim_func
@@ -393,18 +397,27 @@ def split_stats(dtype: str, vec: int, unroll: int = 2):
             mn = T.alloc_local((1,), F32)
             s = T.alloc_local((1,), F32)
             red = T.alloc_shared((32,), F32)
-            if vec > 1:
+            src1 = T.reshape(src, (M * N,))
+            if vec > 1 and not flat:
                 T.assume(N % vec == 0)
-            seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))  # a register: no division per load
-            start = seg * seg_steps * step  # a multiple of step: segments start aligned
-            end = T.min(N, start + seg_steps * step)
+            first = row * N
+            lo = T.ceildiv(first, vec)  # the row's first whole vector, counted from the tensor's start
+            hi = (first + N) // vec  # one past its last
+            seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(hi - lo, S), step))  # a register: no division per load
+            start = lo + seg * seg_steps * step
+            end = T.min(hi, start + seg_steps * step)
             m[0] = T.float32(NEG_INF)
             s[0] = T.float32(0)
+            if flat:  # the row's elements outside its whole vectors: segment 0's first threads
+                edge, on_edge = row_edge(first, N, lo, hi, tx, vec)
+                if seg == 0 and on_edge:
+                    m[0] = T.cast(src1[edge], F32)
+                    s[0] = exp_term(m[0], m[0])
             for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
                 for u in T.unroll(unroll):
-                    if start + k * step + (u * threads + tx) * vec < end:
+                    if start + k * step + u * threads + tx < end:
                         for v in T.vectorized(vec):
-                            buf[v] = src[row, start + k * step + (u * threads + tx) * vec + v]
+                            buf[v] = src1[(start + k * step + u * threads + tx) * vec + v]
                         for v in T.unroll(vec):
                             x[u * vec + v] = T.cast(buf[v], F32)
                     else:
@@ -429,20 +442,21 @@ def split_stats(dtype: str, vec: int, unroll: int = 2):
 
 
 @T.macro
-def write_scaled(fam, out, row, at, buf, u, res, m, k):
-    """out[row, at + v] = the outputs of the input vector buf[u, :], rounded
+def write_scaled(fam, out1, at, buf, u, res, m, k):
+    """out1[at + v] = the outputs of the input vector buf[u, :], rounded
     once into res and stored as one vector."""
     for v in T.unroll(res.shape[0]):
-        res[v] = T.cast(fam.from_input(T.cast(buf[u, v], F32), m, k), out.dtype)
+        res[v] = T.cast(fam.from_input(T.cast(buf[u, v], F32), m, k), out1.dtype)
     for v in T.vectorized(res.shape[0]):
-        out[row, at + v] = res[v]
+        out1[at + v] = res[v]
 
 
+@with_bounds_trusted  # as split_stats
 @with_stores_lowered
 @with_denormals_flushed
-def split_apply(fam: SoftmaxFamily, dtype: str, vec: int, unroll: int = 2):
+def split_apply(fam: SoftmaxFamily, dtype: str, vec: int, unroll: int = 2, flat: bool = False):
     threads = SPLIT_THREADS
-    step = threads * vec * unroll
+    step = threads * unroll  # vectors a round
     M, N, S = T.dynamic("M N S")
 
     @T.prim_func
@@ -457,7 +471,9 @@ def split_apply(fam: SoftmaxFamily, dtype: str, vec: int, unroll: int = 2):
             mn = T.alloc_local((1,), F32)
             s = T.alloc_local((1,), F32)
             red = T.alloc_shared((32,), F32)
-            if vec > 1:
+            src1 = T.reshape(src, (M * N,))
+            out1 = T.reshape(out, (M * N,))
+            if vec > 1 and not flat:
                 T.assume(N % vec == 0)
             # merge the row's S (max, sum) pairs
             m[0] = T.float32(NEG_INF)
@@ -473,27 +489,33 @@ def split_apply(fam: SoftmaxFamily, dtype: str, vec: int, unroll: int = 2):
             rescale(s, m[0], mn[0])
             block_sum(s, red, tx, threads)
             s[0] = fam.normalizer(s[0])
-            seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))  # a register: no division per load
-            start = seg * seg_steps * step  # a multiple of step: segments start aligned
-            end = T.min(N, start + seg_steps * step)
+            first = row * N
+            lo = T.ceildiv(first, vec)  # as in split_stats: the row's whole vectors lo .. hi - 1
+            hi = (first + N) // vec
+            seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(hi - lo, S), step))  # a register: no division per load
+            start = lo + seg * seg_steps * step
+            end = T.min(hi, start + seg_steps * step)
+            if flat:
+                edge, on_edge = row_edge(first, N, lo, hi, tx, vec)
+                if seg == 0 and on_edge:
+                    out1[edge] = T.cast(fam.from_input(T.cast(src1[edge], F32), mn[0], s[0]), dtype)
             # All of a full round's loads go out before the first store: stores
             # to out (which may be src) would otherwise keep nvcc from moving
             # the next load above them, leaving one load in flight per thread.
             for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
-                if start + k * step + ((unroll - 1) * threads + tx) * vec < end:
+                if start + k * step + (unroll - 1) * threads + tx < end:
                     for u in T.unroll(unroll):
                         for v in T.vectorized(vec):
-                            buf[u, v] = src[row, start + k * step + (u * threads + tx) * vec + v]
+                            buf[u, v] = src1[(start + k * step + u * threads + tx) * vec + v]
                     for u in T.unroll(unroll):
-                        write_scaled(fam, out, row, start + k * step + (u * threads + tx) * vec, buf, u, res, mn[0],
-                                     s[0])
+                        write_scaled(fam, out1, (start + k * step + u * threads + tx) * vec, buf, u, res, mn[0], s[0])
                 else:
                     for u in T.unroll(unroll):
-                        if start + k * step + (u * threads + tx) * vec < end:
+                        if start + k * step + u * threads + tx < end:
                             for v in T.vectorized(vec):
-                                buf[0, v] = src[row, start + k * step + (u * threads + tx) * vec + v]
-                            write_scaled(fam, out, row, start + k * step + (u * threads + tx) * vec, buf, 0, res,
-                                         mn[0], s[0])
+                                buf[0, v] = src1[(start + k * step + u * threads + tx) * vec + v]
+                            write_scaled(fam, out1, (start + k * step + u * threads + tx) * vec, buf, 0, res, mn[0],
+                                         s[0])
 
     return _named(softmax_split_apply, fam, "split_apply")
 
@@ -878,6 +900,8 @@ def family_variants(fam: SoftmaxFamily):
         for vec in (v, 1):
             out.append((f"split_stats_{d}_{vec}", split_stats, (d, vec)))
             out.append((f"split_apply_{d}_{vec}", split_apply, (fam, d, vec)))
+        out.append((f"split_stats_{d}_flat", split_stats, (d, v, 2, True)))
+        out.append((f"split_apply_{d}_flat", split_apply, (fam, d, v, 2, True)))
         for vec in (v, 1):
             out.append((f"column_stats_{d}_{vec}", column_stats, (d, vec)))
             out.append((f"column_apply_{d}_{vec}", column_apply, (fam, d, vec)))
@@ -913,9 +937,9 @@ def _plan_rows(fam: SoftmaxFamily, p, dtype, M: int, N: int):
     S = max(1, -(-N // 32768))
     if M * S < TARGET_BLOCKS // 2:
         S = min(-(-TARGET_BLOCKS // M), -(-N // 8192), MAX_GRID_Y)
-    vec = vec if N % vec == 0 else 1
-    stats_k = p.launcher(split_stats, (dt, vec), (dt, 1))
-    apply_k = p.launcher(split_apply, (fam, dt, vec), (fam, dt, 1))
+    flat = (2, True) if N % vec else ()  # rows not whole vectors long: vectors counted from the tensor's start
+    stats_k = p.launcher(split_stats, (dt, vec, *flat), (dt, 1))
+    apply_k = p.launcher(split_apply, (fam, dt, vec, *flat), (fam, dt, 1))
     name = f"stats{len(p.ws.regions)}"
     p.ws.add(name, 2 * M * S, torch.float32)
     regions = p.ws
