@@ -209,6 +209,10 @@ reduce_dense_rows_kernel(T* out, const T* src, OffsetCalc<2, Index> kept, RowStr
 // loop has no head, tail or per-load check and holds 45-62 registers where
 // rows_dense holds 64, at the same 4 blocks per SM (more blocks at 32
 // registers gained nothing: occupancy is not what limits these sums).
+// Its loads mark their lines first to leave L2 (each element is read once),
+// as Inductor's reductions do: after a kernel that wrote, L2 is full of
+// dirty lines, and loads that evict them wait for their write-back where
+// loads that recycle their own lines do not (docs/performance.md).
 struct AlignedRowsArgs {
   int64_t rows, out_stride, src_stride, splits;
   int vectors_per_split;  // a whole number of rounds where splits > 1
@@ -234,11 +238,13 @@ reduce_aligned_rows_kernel(T* out, const T* src, AlignedRowsArgs args) {
       const int count = static_cast<int>(min(int64_t{args.vectors_per_split}, args.vectors - first));
       const int whole = count - count % kRound;
       const Raw16* p = reinterpret_cast<const Raw16*>(src + row * args.src_stride) + first + lane;
+      const uint64_t policy = l2_evict_first_policy();
       // One round from vector v: every load first (converted after: see Raw16).
       const auto round = [&](int v, bool bounded) {
         Raw16 raw[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) raw[u] = !bounded || v + u * TPR + lane < count ? p[v + u * TPR] : Raw16{};
+        for (int u = 0; u < U; ++u)
+          raw[u] = !bounded || v + u * TPR + lane < count ? load_raw_evict_first(p + v + u * TPR, policy) : Raw16{};
         rounds.add(round_sum<T>(raw));
       };
       for (int v = 0; v < whole; v += kRound) round(v, false);
