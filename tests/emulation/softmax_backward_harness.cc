@@ -15,7 +15,7 @@
 // the variants (column 2 of each line) that must all have run:
 // emulate sources: common/softmax_plan.cc softmax_backward/nvidia/softmax_backward_nvidia.cu
 // emulate column: 2
-// emulate variants: empty rows_warp rows_block rows_split columns columns_split strided strided_split
+// emulate variants: empty rows_warp rows_block rows_split columns columns_split columns_vector columns_vector_split strided strided_split
 #include "harness_util.h"
 #include "log_softmax_backward/log_softmax_backward_api.h"
 #include "softmax_backward/softmax_backward_api.h"
@@ -161,6 +161,13 @@ int main() {
       {"columns-out-strided-split", {{300, 70}}, 0, {}, {{300, 70}, {72, 1}, 1}, {{"ROW_SUM_COLUMN_SPLITS", "3"}}},
       {"columns-3d", {{4, 200, 33}}, 1},
       {"columns-out-offset", {{100, 24}}, 0, {}, {{100, 24}, {}, 3}},
+      {"columns-vector", {{100, 64}}, 0},
+      {"columns-vector-split", {{600, 40}}, 0, {}, {}, {{"ROW_SUM_COLUMN_SPLITS", "5"}}},
+      {"columns-vector-3d", {{3, 130, 16}}, 1},
+      {"columns-vector-plane-misaligned", {{2, 50, 24}, {1204, 24, 1}}, 1},
+      {"columns-vector-base-misaligned", {{100, 64}, {}, 1}, 0},
+      {"columns-vector-split-base-misaligned", {{600, 40}, {}, 1}, 0, {}, {}, {{"ROW_SUM_COLUMN_SPLITS", "5"}}},
+      {"columns-vector-out-misaligned-split", {{600, 40}}, 0, {}, {{600, 40}, {}, 1}, {{"ROW_SUM_COLUMN_SPLITS", "3"}}},
       {"strided-transposed-grad", {{60, 50}, {1, 60}}, 1},
       {"strided-output-transposed", {{60, 50}}, -1, {{60, 50}, {1, 60}}},
       {"strided", {{50, 30}, {2, 100}}, 0},

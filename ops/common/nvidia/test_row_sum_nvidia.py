@@ -1,5 +1,6 @@
 """The NVIDIA softmax family's two-input layer (row_sum.cuh: rows_warp,
-rows_block, rows_split, columns, columns_split, strided) on a GPU, for
+rows_block, rows_split, columns, columns_vector, their _split forms,
+strided) on a GPU, for
 every op of family "along_dim_backward" (softmax_backward,
 log_softmax_backward): each variant at moderate sizes (also the
 compute-sanitizer subset, `-k test_variant`), forced through OPRT_TUNE_*
@@ -25,7 +26,7 @@ OPS = op_params(family("along_dim_backward"))
 
 # (name, input shapes, input layout, params); every case runs for every op of the family.
 # ROW_SUM_SPLITS: chunks per contiguous row (1: rows_block); ROW_SUM_COLUMN_SPLITS: blocks per
-# column tile along the dim (1: columns).
+# column tile along the dim (1: columns); ROW_SUM_COLUMN_VECTORS=0: a column a thread.
 VARIANT_CASES = [
     ("rows-warp", [(4096, 100), (4096, 100)], "contiguous", {"dim": -1, "nvidia_variant": "rows_warp"}),
     ("rows-warp-unaligned", [(333, 37), (333, 37)], "offset", {"dim": -1, "nvidia_variant": "rows_warp"}),
@@ -47,10 +48,19 @@ VARIANT_CASES = [
      {"dim": -1, "tune": {"ROW_SUM_SPLITS": 7}, "nvidia_variant": "rows_split"}),
     # the dim not the contiguous one: tiles of neighbouring rows, the dim over threads (and blocks)
     ("columns", [(4096, 1024), (4096, 1024)], "contiguous",
-     {"dim": 0, "tune": {"ROW_SUM_COLUMN_SPLITS": 1}, "nvidia_variant": "columns"}),
-    ("columns-split", [(4096, 1024), (4096, 1024)], "contiguous", {"dim": 0, "nvidia_variant": "columns_split"}),
-    ("columns-split-narrow", [(1 << 16, 8), (1 << 16, 8)], "contiguous",
-     {"dim": 0, "nvidia_variant": "columns_split"}),
+     {"dim": 0, "tune": {"ROW_SUM_COLUMN_SPLITS": 1, "ROW_SUM_COLUMN_VECTORS": 0}, "nvidia_variant": "columns"}),
+    ("columns-split", [(4096, 1024), (4096, 1024)], "contiguous",
+     {"dim": 0, "tune": {"ROW_SUM_COLUMN_VECTORS": 0}, "nvidia_variant": "columns_split"}),
+    # columns whole 16-byte vectors: a vector of columns a thread
+    ("columns-vector", [(4096, 1024), (4096, 1024)], "contiguous",
+     {"dim": 0, "tune": {"ROW_SUM_COLUMN_SPLITS": 1}, "nvidia_variant": "columns_vector"}),
+    ("columns-vector-split", [(4096, 1024), (4096, 1024)], "contiguous",
+     {"dim": 0, "nvidia_variant": "columns_vector_split"}),
+    ("columns-vector-split-narrow", [(1 << 16, 8), (1 << 16, 8)], "contiguous",
+     {"dim": 0, "nvidia_variant": "columns_vector_split"}),
+    # planned with vectors, bases not 16-byte aligned at execute: a column a thread
+    ("columns-vector-unaligned", [(4096, 1024), (4096, 1024)], "offset",
+     {"dim": 0, "nvidia_variant": "columns_vector_split"}),
     ("columns-3d", [(64, 300, 257), (64, 300, 257)], "contiguous", {"dim": 1}),
     ("strided", [(500, 300), (500, 300)], "transposed", {"dim": -1}),
     ("strided-split", [(4000, 300), (4000, 300)], "transposed",
@@ -82,7 +92,8 @@ def test_variant(cuda_backend, description, case, dt, record_property, monkeypat
 
 # The variants whose sum and write run in different launches or threads.
 IN_PLACE_CASES = [c for c in VARIANT_CASES if c[0] in ("rows-split", "rows-split-unaligned", "columns",
-                                                       "columns-split", "strided-split")]
+                                                       "columns-split", "columns-vector", "columns-vector-split",
+                                                       "strided-split")]
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["out-is-grad", "out-is-output"])

@@ -35,6 +35,10 @@
 //            over blocks too, two launches; pass 1 writes each (tile,
 //            split)'s column sums to the workspace, pass 2 adds a
 //            column's and writes its slice
+//   columns_vector / columns_vector_split  the same with a 16-byte vector
+//            of neighbouring columns a thread, where the columns are
+//            contiguous and whole vectors (a warp's load of a dim index
+//            then 512 bytes, not 32 elements)
 //   strided / strided_split  the columns kernels where the rows'
 //            innermost dim is not contiguous in every tensor
 // The kernels live in row_sum_rows.cuh (contiguous rows) and
@@ -84,6 +88,7 @@ struct RowSumPlan : oprt_descriptor {
   int block = 256;
   int64_t splits = 1, chunk = 0;  // rows_split, columns: chunks per row (of the dim), elements per chunk
   int tx = 32, ty = 8;            // columns: threads across a tile, slices of the dim
+  int vec = 1;                    // columns: neighbouring columns a thread takes (a 16-byte vector, or 1)
   int64_t columns = 1, col_tiles = 1, planes = 1;
   RowSumStrides col_strides{1, 1, 1};  // columns: along the rows' innermost dim
 };
@@ -123,12 +128,19 @@ inline void plan_row_sum_rows(RowSumPlan& d) {
   d.variant = "rows_block";
 }
 
-// Any other layout: tiles of up to 32 columns (the rows' innermost dim) by
-// 256 / TX slices of the dim; the dim split over blocks (columns_split)
-// for about 8 blocks per SM, each thread at least 16 elements of its
-// column per split (OPRT_TUNE_ROW_SUM_COLUMN_SPLITS: the splits, up to one
-// element per thread). "strided" where the columns are not contiguous in
-// every tensor (the same kernels; a warp's loads then spread out).
+// Any other layout: tiles of up to 32 threads across the columns (the
+// rows' innermost dim) by 256 / TX slices of the dim; the dim split over
+// blocks (columns_split) for about 8 blocks per SM, each thread at least
+// 16 elements of its column per split (OPRT_TUNE_ROW_SUM_COLUMN_SPLITS: the
+// splits, up to one element per thread). A thread takes a 16-byte vector
+// of neighbouring columns ("columns_vector") where the columns are
+// contiguous in all three tensors, a whole number of vectors, and every
+// plane and dim index starts a vector (given 16-byte aligned bases, checked
+// at execute; OPRT_TUNE_ROW_SUM_COLUMN_VECTORS=0: one column a thread).
+// "strided" where the columns are not contiguous in every tensor (the same
+// kernels; a warp's loads then spread out).
+inline int64_t row_sum_column_tx(int64_t lanes) { return std::min<int64_t>(32, ceil_pow2(lanes)); }
+
 inline void plan_row_sum_columns(RowSumPlan& d, const StridedLayout<3>& r) {
   d.kind = RowSumKind::kColumns;
   d.columns = r.inner_size();
@@ -136,17 +148,25 @@ inline void plan_row_sum_columns(RowSumPlan& d, const StridedLayout<3>& r) {
   const bool contiguous = d.col_strides.out == 1 && d.col_strides.a == 1 && d.col_strides.b == 1;
   d.rows = outer_dims(r);
   d.planes = d.rows.numel();
-  d.tx = static_cast<int>(std::min<int64_t>(32, ceil_pow2(d.columns)));
+  const int element = static_cast<int>(find_dtype(d.dtype)->size), vec = 16 / element;
+  const bool dim_aligned = (d.strides.out * element) % 16 == 0 && (d.strides.a * element) % 16 == 0 &&
+                           (d.strides.b * element) % 16 == 0;
+  d.vec = contiguous && d.columns % vec == 0 && dim_aligned && strides_aligned16(d.rows, element) &&
+                  tuned("ROW_SUM_COLUMN_VECTORS", 1) != 0
+              ? vec
+              : 1;
+  d.tx = static_cast<int>(row_sum_column_tx(d.columns / d.vec));
   d.ty = kRowSumColumnThreads / d.tx;
-  d.col_tiles = ceil_div(d.columns, d.tx);
+  d.col_tiles = ceil_div(d.columns / d.vec, d.tx);
   const int64_t tiles = d.planes * d.col_tiles, sms = current_device_info().sm_count;
   const int64_t planned = std::min(ceil_div(8 * sms, tiles), d.length / (int64_t{d.ty} * 16));
   d.splits = std::clamp<int64_t>(tuned("ROW_SUM_COLUMN_SPLITS", planned), 1, std::max<int64_t>(1, d.length / d.ty));
   d.chunk = ceil_div(d.length, d.splits);
   d.splits = ceil_div(d.length, d.chunk);
-  d.variant = contiguous ? "columns" : "strided";
+  d.variant = !contiguous ? "strided" : d.vec > 1 ? "columns_vector" : "columns";
   if (d.splits == 1) return;
-  d.workspace_bytes = static_cast<size_t>(tiles * d.splits * d.tx) * sizeof(float);
+  // (the element form, should the bases not be aligned, needs no more)
+  d.workspace_bytes = static_cast<size_t>(tiles * d.splits * d.tx * d.vec) * sizeof(float);
   d.variant += "_split";
 }
 
@@ -178,21 +198,34 @@ D* create_row_sum_family(const oprt_tensor_view_t* out, const oprt_tensor_view_t
 }
 
 // ---- execute -------------------------------------------------------------------------
+// The columns kernels with `tx` threads across tiles of tx * VEC columns.
+template <class E, class T, class Index, int VEC>
+void launch_row_sum_columns_as(const RowSumPlan& d, int tx, int64_t col_tiles, void* workspace, T* out, const T* a,
+                               const T* b, cudaStream_t stream) {
+  const OffsetCalc<3, Index> planes(d.rows);
+  const RowSumColumnsArgs args{d.columns, col_tiles,     d.planes,  d.length,
+                               d.splits,  d.chunk,       d.col_strides, d.strides, static_cast<float*>(workspace)};
+  const dim3 block(tx, kRowSumColumnThreads / tx);
+  const unsigned grid = grid_for(d.planes * col_tiles * d.splits, 2048 / kRowSumColumnThreads, 4);
+  if (d.splits == 1) {
+    row_sum_columns_kernel<E, T, Index, false, VEC><<<grid, block, 0, stream>>>(out, a, b, planes, args);
+    return check_launch("row_sum_columns_kernel");
+  }
+  row_sum_columns_kernel<E, T, Index, true, VEC><<<grid, block, 0, stream>>>(out, a, b, planes, args);
+  check_launch("row_sum_columns_kernel");
+  launch_early_if(true, row_sum_columns_write_kernel<E, T, Index, VEC>, grid, block, 0, stream, out, a, b, planes,
+                  args);
+}
+
+// columns_vector where the three bases are 16-byte aligned, else a column a
+// thread (the plan's splits; its own tiles).
 template <class E, class T, class Index>
 void launch_row_sum_columns(const RowSumPlan& d, void* workspace, T* out, const T* a, const T* b,
                             cudaStream_t stream) {
-  const OffsetCalc<3, Index> planes(d.rows);
-  const RowSumColumnsArgs args{d.columns, d.col_tiles,   d.planes,  d.length,
-                               d.splits,  d.chunk,       d.col_strides, d.strides, static_cast<float*>(workspace)};
-  const dim3 block(d.tx, d.ty);
-  const unsigned grid = grid_for(d.planes * d.col_tiles * d.splits, 2048 / kRowSumColumnThreads, 4);
-  if (d.splits == 1) {
-    row_sum_columns_kernel<E, T, Index, false><<<grid, block, 0, stream>>>(out, a, b, planes, args);
-    return check_launch("row_sum_columns_kernel");
-  }
-  row_sum_columns_kernel<E, T, Index, true><<<grid, block, 0, stream>>>(out, a, b, planes, args);
-  check_launch("row_sum_columns_kernel");
-  launch_early_if(true, row_sum_columns_write_kernel<E, T, Index>, grid, block, 0, stream, out, a, b, planes, args);
+  if (d.vec > 1 && aligned16(out) && aligned16(a) && aligned16(b))
+    return launch_row_sum_columns_as<E, T, Index, kVec16<T>>(d, d.tx, d.col_tiles, workspace, out, a, b, stream);
+  const int tx = static_cast<int>(row_sum_column_tx(d.columns));
+  launch_row_sum_columns_as<E, T, Index, 1>(d, tx, ceil_div(d.columns, tx), workspace, out, a, b, stream);
 }
 
 template <class E, class T, class Index>

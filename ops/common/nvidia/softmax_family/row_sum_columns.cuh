@@ -33,8 +33,8 @@ struct RowSumColumnsArgs {
 
 constexpr int kColumnUnroll = 4;  // dim indices whose loads a thread issues before using them
 
-// This thread's column of task t (its pointers at dim index 0), and
-// whether it lies within the columns.
+// This thread's column of task t, or its first of VEC neighbouring ones
+// (its pointers at dim index 0), and whether it lies within the columns.
 template <class T>
 struct ColumnAt {
   bool valid;
@@ -42,10 +42,10 @@ struct ColumnAt {
   const T* a;
   const T* b;
 };
-template <class T, class Index>
+template <int VEC, class T, class Index>
 __device__ __forceinline__ ColumnAt<T> column_at(T* out, const T* a, const T* b, const OffsetCalc<3, Index>& planes,
                                                  const RowSumColumnsArgs& args, const ColumnTask& t) {
-  const int64_t col = t.tile * blockDim.x + threadIdx.x;
+  const int64_t col = (t.tile * blockDim.x + threadIdx.x) * VEC;
   const bool valid = col < args.columns;
   const int64_t at = valid ? col : 0;
   int64_t offsets[3];
@@ -75,30 +75,130 @@ __device__ __forceinline__ void column_write(const ColumnAt<T>& c, const RowSumS
   }
 }
 
+// The vector forms (VEC > 1: a lane's 16-byte vector of VEC neighbouring
+// columns, contiguous in a, b and out and aligned alike): a warp's load of
+// one dim index is 32 vectors, where one column a lane loads only 32
+// elements (64 bytes in 16-bit). kVectorUnroll dim indices' loads of both
+// inputs go out before their terms; each column's terms are added in a
+// plain float for kSumChunk indices, the chunks compensated.
+constexpr int kVectorUnroll = 2;
+
+template <class E, class T, int VEC>
+__device__ __forceinline__ void column_vector_sums(float (&sums)[VEC], const ColumnAt<T>& c, const RowSumStrides& st,
+                                                   int64_t first, int step, int64_t n) {
+  constexpr int U = kVectorUnroll;
+  constexpr bool kB = TermReadsB<E>::value;
+  LongSum total[VEC];
+  for (int64_t l = first; l < n;) {
+    float part[VEC] = {};
+    for (int r = 0; r < kSumChunk / U && l < n; ++r, l += int64_t{U} * step) {
+      Raw16 ra[U], rb[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t lu = l + int64_t{u} * step;
+        ra[u] = rb[u] = Raw16{};
+        if (lu < n) {
+          ra[u] = load_raw(c.a + lu * st.a);
+          if (kB) rb[u] = load_raw(c.b + lu * st.b);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (l + int64_t{u} * step >= n) continue;
+        float x[VEC], y[VEC] = {};
+        raw_to_floats_widened<T>(ra[u], x);
+        if (kB) raw_to_floats_widened<T>(rb[u], y);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) part[e] += E::term(x[e], y[e]);
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) total[e].add(part[e]);
+  }
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) sums[e] = total[e].value();
+}
+
+// column_write for a lane's vector of columns: sums s[0 .. VEC), one
+// 16-byte store an index.
+template <class E, class T, int VEC>
+__device__ __forceinline__ void column_vector_write(const ColumnAt<T>& c, const RowSumStrides& st, int64_t first,
+                                                    int step, int64_t n, const float (&s)[VEC]) {
+  constexpr int U = kVectorUnroll;
+  if (first >= n) return;
+  for (int64_t l = first + (n - 1 - first) / step * step; l >= first; l -= int64_t{U} * step) {
+    Raw16 ra[U], rb[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t lu = l - int64_t{u} * step;
+      if (lu >= first) ra[u] = load_raw(c.a + lu * st.a), rb[u] = load_raw(c.b + lu * st.b);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t lu = l - int64_t{u} * step;
+      if (lu < first) continue;
+      float x[VEC], y[VEC];
+      raw_to_floats_widened<T>(ra[u], x);
+      raw_to_floats_widened<T>(rb[u], y);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) x[e] = E::out(x[e], y[e], s[e]);
+      store_floats<VEC>(c.q + lu * st.out, x);
+    }
+  }
+}
+
+// A thread's sums over its column(s), element or vector form.
+template <class E, class T, int VEC>
+__device__ __forceinline__ void column_sums(float (&sums)[VEC], const ColumnAt<T>& c, const RowSumStrides& st,
+                                            int64_t first, int step, int64_t n) {
+  if constexpr (VEC == 1) {
+    sums[0] = row_term_sum<E>(c.a, st.a, c.b, st.b, first, step, n);
+  } else {
+    column_vector_sums<E, T, VEC>(sums, c, st, first, step, n);
+  }
+}
+template <class E, class T, int VEC>
+__device__ __forceinline__ void column_outputs(const ColumnAt<T>& c, const RowSumStrides& st, int64_t first, int step,
+                                               int64_t n, const float (&s)[VEC]) {
+  if constexpr (VEC == 1) {
+    column_write<E>(c, st, first, step, n, s[0]);
+  } else {
+    column_vector_write<E, T, VEC>(c, st, first, step, n, s);
+  }
+}
+
 // columns (kSplit false): each tile's sums, then its outputs. columns_split
 // pass 1 (kSplit): each (tile, split)'s column sums into the workspace.
-template <class E, class T, class Index, bool kSplit>
+template <class E, class T, class Index, bool kSplit, int VEC>
 __global__ void __launch_bounds__(kRowSumColumnThreads)
 row_sum_columns_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> planes, RowSumColumnsArgs args) {
-  __shared__ float part[kRowSumColumnThreads];
+  __shared__ float part[kRowSumColumnThreads * VEC];  // [ty][tx][VEC]
   if constexpr (kSplit) allow_early_launch();
   const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
   const int64_t tasks = args.planes * args.col_tiles * args.splits;
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
     const ColumnTask t = column_task(task, args.splits, args.col_tiles);
-    const ColumnAt<T> c = column_at(out, a, b, planes, args, t);
+    const ColumnAt<T> c = column_at<VEC>(out, a, b, planes, args, t);
     const int64_t l0 = t.split * args.split_len, l1 = min(args.length, l0 + args.split_len);
-    part[ty * TX + tx] = c.valid ? row_term_sum<E>(c.a, args.dim.a, c.b, args.dim.b, l0 + ty, TY, l1) : 0.0f;
+    float sums[VEC] = {};
+    if (c.valid) column_sums<E, T, VEC>(sums, c, args.dim, l0 + ty, TY, l1);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) part[(ty * TX + tx) * VEC + e] = sums[e];
     __syncthreads();
-    if (ty == 0) {  // the slices of column tx, in a fixed order
-      LongSum total;
-      for (int y = 0; y < TY; ++y) total.add(part[y * TX + tx]);
-      if (kSplit && c.valid) args.partials[task * TX + tx] = total.value();
-      if (!kSplit) part[tx] = total.value();
+    if (ty == 0) {  // the slices of each column, in a fixed order
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        LongSum total;
+        for (int y = 0; y < TY; ++y) total.add(part[(y * TX + tx) * VEC + e]);
+        if (kSplit && c.valid) args.partials[(task * TX + tx) * VEC + e] = total.value();
+        if (!kSplit) part[tx * VEC + e] = total.value();
+      }
     }
     if constexpr (!kSplit) {
       __syncthreads();
-      if (c.valid) column_write<E>(c, args.dim, l0 + ty, TY, l1, part[tx]);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) sums[e] = part[tx * VEC + e];
+      if (c.valid) column_outputs<E, T, VEC>(c, args.dim, l0 + ty, TY, l1, sums);
     }
     __syncthreads();  // part is the next task's
   }
@@ -107,7 +207,7 @@ row_sum_columns_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> plan
 // columns_split pass 2: a column's split sums added (compensated, in a
 // fixed order: every block of the tile gets the same), its slice written;
 // tasks last to first.
-template <class E, class T, class Index>
+template <class E, class T, class Index, int VEC>
 __global__ void __launch_bounds__(kRowSumColumnThreads)
 row_sum_columns_write_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> planes, RowSumColumnsArgs args) {
   wait_for_prior_grid();
@@ -115,13 +215,18 @@ row_sum_columns_write_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index
   const int64_t tasks = args.planes * args.col_tiles * args.splits;
   for (int64_t i = blockIdx.x; i < tasks; i += gridDim.x) {
     const ColumnTask t = column_task(tasks - 1 - i, args.splits, args.col_tiles);
-    const ColumnAt<T> c = column_at(out, a, b, planes, args, t);
+    const ColumnAt<T> c = column_at<VEC>(out, a, b, planes, args, t);
     if (!c.valid) continue;  // (no barriers here)
-    const float* part = args.partials + t.tile_task * args.splits * TX + tx;
-    LongSum total;
-    for (int64_t j = 0; j < args.splits; ++j) total.add(part[j * TX]);
+    const float* part = args.partials + (t.tile_task * args.splits * TX + tx) * VEC;
+    float sums[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+      LongSum total;
+      for (int64_t j = 0; j < args.splits; ++j) total.add(part[j * TX * VEC + e]);
+      sums[e] = total.value();
+    }
     const int64_t l0 = t.split * args.split_len, l1 = min(args.length, l0 + args.split_len);
-    column_write<E>(c, args.dim, l0 + ty, TY, l1, total.value());
+    column_outputs<E, T, VEC>(c, args.dim, l0 + ty, TY, l1, sums);
   }
 }
 
