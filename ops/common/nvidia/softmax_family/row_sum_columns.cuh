@@ -1,8 +1,10 @@
 // The kernels of the softmax family's two-input layer where the dim is not
-// contiguous (columns, strided and their _split forms); the layer, its
+// contiguous (columns, columns_vector, strided and their _split forms); the layer, its
 // variants and their plan: row_sum.cuh.
 #ifndef OPRT_COMMON_NVIDIA_SOFTMAX_FAMILY_ROW_SUM_COLUMNS_CUH_
 #define OPRT_COMMON_NVIDIA_SOFTMAX_FAMILY_ROW_SUM_COLUMNS_CUH_
+
+#include <type_traits>
 
 #include "../column_task.cuh"
 #include "row_sum_rows.cuh"
@@ -54,27 +56,6 @@ __device__ __forceinline__ ColumnAt<T> column_at(T* out, const T* a, const T* b,
           b + offsets[2] + at * args.col.b};
 }
 
-// c's outputs at dim indices first, first + step, ... < n, last first (the
-// sum pass read them last), kColumnUnroll loads issued before any store.
-template <class E, class T>
-__device__ __forceinline__ void column_write(const ColumnAt<T>& c, const RowSumStrides& st, int64_t first, int step,
-                                             int64_t n, float s) {
-  if (first >= n) return;
-  for (int64_t l = first + (n - 1 - first) / step * step; l >= first; l -= int64_t{kColumnUnroll} * step) {
-    float x[kColumnUnroll], y[kColumnUnroll];
-#pragma unroll
-    for (int u = 0; u < kColumnUnroll; ++u) {
-      const int64_t lu = l - int64_t{u} * step;
-      if (lu >= first) x[u] = to_float(c.a[lu * st.a]), y[u] = to_float(c.b[lu * st.b]);
-    }
-#pragma unroll
-    for (int u = 0; u < kColumnUnroll; ++u) {
-      const int64_t lu = l - int64_t{u} * step;
-      if (lu >= first) c.q[lu * st.out] = from_float<T>(E::out(x[u], y[u], s));
-    }
-  }
-}
-
 // The vector forms (VEC > 1: a lane's 16-byte vector of VEC neighbouring
 // columns, contiguous in a, b and out and aligned alike): a warp's load of
 // one dim index is 32 vectors, where one column a lane loads only 32
@@ -119,34 +100,6 @@ __device__ __forceinline__ void column_vector_sums(float (&sums)[VEC], const Col
   for (int e = 0; e < VEC; ++e) sums[e] = total[e].value();
 }
 
-// column_write for a lane's vector of columns: sums s[0 .. VEC), one
-// 16-byte store an index.
-template <class E, class T, int VEC>
-__device__ __forceinline__ void column_vector_write(const ColumnAt<T>& c, const RowSumStrides& st, int64_t first,
-                                                    int step, int64_t n, const float (&s)[VEC]) {
-  constexpr int U = kVectorUnroll;
-  if (first >= n) return;
-  for (int64_t l = first + (n - 1 - first) / step * step; l >= first; l -= int64_t{U} * step) {
-    Raw16 ra[U], rb[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t lu = l - int64_t{u} * step;
-      if (lu >= first) ra[u] = load_raw(c.a + lu * st.a), rb[u] = load_raw(c.b + lu * st.b);
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t lu = l - int64_t{u} * step;
-      if (lu < first) continue;
-      float x[VEC], y[VEC];
-      raw_to_floats_widened<T>(ra[u], x);
-      raw_to_floats_widened<T>(rb[u], y);
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) x[e] = E::out(x[e], y[e], s[e]);
-      store_floats<VEC>(c.q + lu * st.out, x);
-    }
-  }
-}
-
 // A thread's sums over its column(s), element or vector form.
 template <class E, class T, int VEC>
 __device__ __forceinline__ void column_sums(float (&sums)[VEC], const ColumnAt<T>& c, const RowSumStrides& st,
@@ -157,13 +110,46 @@ __device__ __forceinline__ void column_sums(float (&sums)[VEC], const ColumnAt<T
     column_vector_sums<E, T, VEC>(sums, c, st, first, step, n);
   }
 }
+// What a thread loads of its column(s) at one dim index: an element, or a
+// 16-byte vector of VEC neighbouring columns (VEC > 1).
+template <class T, int VEC>
+using ColumnSlot = std::conditional_t<VEC == 1, T, Raw16>;
+
+// c's outputs at dim indices first, first + step, ... < n, last first (the
+// sum pass read them last), the loads of U indices issued before any store
+// (kColumnUnroll elements, or kVectorUnroll vectors). s: each column's sum.
 template <class E, class T, int VEC>
-__device__ __forceinline__ void column_outputs(const ColumnAt<T>& c, const RowSumStrides& st, int64_t first, int step,
-                                               int64_t n, const float (&s)[VEC]) {
-  if constexpr (VEC == 1) {
-    column_write<E>(c, st, first, step, n, s[0]);
-  } else {
-    column_vector_write<E, T, VEC>(c, st, first, step, n, s);
+__device__ __forceinline__ void column_write(const ColumnAt<T>& c, const RowSumStrides& st, int64_t first, int step,
+                                             int64_t n, const float (&s)[VEC]) {
+  constexpr int U = VEC == 1 ? kColumnUnroll : kVectorUnroll;
+  const auto load = [](const T* p) {
+    if constexpr (VEC == 1) return *p;
+    else return load_raw(p);
+  };
+  const auto to_floats = [](const ColumnSlot<T, VEC>& v, float (&x)[VEC]) {
+    if constexpr (VEC == 1) x[0] = to_float(v);
+    else raw_to_floats_widened<T>(v, x);
+  };
+  if (first >= n) return;
+  for (int64_t l = first + (n - 1 - first) / step * step; l >= first; l -= int64_t{U} * step) {
+    ColumnSlot<T, VEC> va[U], vb[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t lu = l - int64_t{u} * step;
+      if (lu >= first) va[u] = load(c.a + lu * st.a), vb[u] = load(c.b + lu * st.b);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t lu = l - int64_t{u} * step;
+      if (lu < first) continue;
+      float x[VEC], y[VEC];
+      to_floats(va[u], x);
+      to_floats(vb[u], y);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) x[e] = E::out(x[e], y[e], s[e]);
+      if constexpr (VEC == 1) c.q[lu * st.out] = from_float<T>(x[0]);
+      else store_floats<VEC>(c.q + lu * st.out, x);
+    }
   }
 }
 
@@ -198,7 +184,7 @@ row_sum_columns_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> plan
       __syncthreads();
 #pragma unroll
       for (int e = 0; e < VEC; ++e) sums[e] = part[tx * VEC + e];
-      if (c.valid) column_outputs<E, T, VEC>(c, args.dim, l0 + ty, TY, l1, sums);
+      if (c.valid) column_write<E, T, VEC>(c, args.dim, l0 + ty, TY, l1, sums);
     }
     __syncthreads();  // part is the next task's
   }
@@ -226,7 +212,7 @@ row_sum_columns_write_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index
       sums[e] = total.value();
     }
     const int64_t l0 = t.split * args.split_len, l1 = min(args.length, l0 + args.split_len);
-    column_outputs<E, T, VEC>(c, args.dim, l0 + ty, TY, l1, sums);
+    column_write<E, T, VEC>(c, args.dim, l0 + ty, TY, l1, sums);
   }
 }
 
