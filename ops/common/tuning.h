@@ -63,6 +63,10 @@
 //                                     test: emu tuned-wide-groups-loop*
 //   ROW_SUM_COLUMN_SPLITS           splits of a softmax_backward-family columns tile's dim over blocks
 //                                     test: cuda columns, strided-split; emu *-split-told, *-split
+//   ROW_SUM_COLUMN_VECTORS          0: a column a thread, not a 16-byte vector of columns
+//                                     test: cuda columns, columns-split
+//   ROW_SUM_HELD_VECTORS            longest softmax_backward-family row (16-byte vectors) held in registers
+//                                     test: cuda rows-block*; emu block, block-wide-held
 //   ROW_SUM_SPLITS                  chunks per contiguous softmax_backward-family row (1: rows_block)
 //                                     test: cuda rows-block-told, rows-split-told; emu block-wide, split-*
 //   SOFTMAX_CLUSTER_MAX             largest rows_cluster (1: none)

@@ -5,6 +5,6 @@
 // all have run:
 // emulate sources: common/softmax_plan.cc log_softmax_backward/nvidia/log_softmax_backward_nvidia.cu
 // emulate column: 2
-// emulate variants: empty rows_warp rows_block rows_split columns columns_split columns_vector columns_vector_split strided strided_split
+// emulate variants: empty rows_warp rows_block rows_held rows_split columns columns_split columns_vector columns_vector_split strided strided_split
 #define OPRT_HARNESS_LOG_SOFTMAX_BACKWARD 1
 #include "softmax_backward_harness.cc"

@@ -15,7 +15,7 @@
 // the variants (column 2 of each line) that must all have run:
 // emulate sources: common/softmax_plan.cc softmax_backward/nvidia/softmax_backward_nvidia.cu
 // emulate column: 2
-// emulate variants: empty rows_warp rows_block rows_split columns columns_split columns_vector columns_vector_split strided strided_split
+// emulate variants: empty rows_warp rows_block rows_held rows_split columns columns_split columns_vector columns_vector_split strided strided_split
 #include "harness_util.h"
 #include "log_softmax_backward/log_softmax_backward_api.h"
 #include "softmax_backward/softmax_backward_api.h"
@@ -141,7 +141,12 @@ int main() {
       {"warp-out-strided", {{50, 64}}, 1, {}, {{50, 64}, {80, 1}}},
       {"warp-shifted-both", {{64, 120}, {}, 2}, -1, {{64, 120}, {}, 2}, {{64, 120}, {}, 1}},
       {"warp-misaligned-output", {{64, 120}}, -1, {{64, 120}, {}, 1}},
-      {"block", {{12, 3000}}, -1},
+      {"block", {{12, 3000}}, -1, {}, {}, {{"ROW_SUM_HELD_VECTORS", "0"}}},
+      {"held", {{12, 3000}}, -1},
+      {"held-odd", {{9, 3001}}, -1},
+      {"held-shifted-both-out-misaligned", {{9, 3000}, {}, 3}, -1, {{9, 3000}, {}, 3}, {{9, 3000}, {}, 1}},
+      {"held-mismatched", {{9, 3000}, {3001, 1}, 1}, -1},
+      {"block-wide-held", {{2, 16384}}, -1, {}, {}, {{"ROW_SUM_SPLITS", "1"}}},
       {"block-odd-head", {{9, 3001}, {}, 5}, -1, {{9, 3001}, {3100, 1}}},
       {"block-wide", {{3, 20000}}, -1, {}, {}, {{"ROW_SUM_SPLITS", "1"}}},
       {"block-misaligned-output", {{9, 3000}, {3001, 1}, 1}, -1},

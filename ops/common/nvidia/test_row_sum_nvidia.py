@@ -1,5 +1,5 @@
 """The NVIDIA softmax family's two-input layer (row_sum.cuh: rows_warp,
-rows_block, rows_split, columns, columns_vector, their _split forms,
+rows_held, rows_block, rows_split, columns, columns_vector, their _split forms,
 strided) on a GPU, for
 every op of family "along_dim_backward" (softmax_backward,
 log_softmax_backward): each variant at moderate sizes (also the
@@ -30,11 +30,20 @@ OPS = op_params(family("along_dim_backward"))
 VARIANT_CASES = [
     ("rows-warp", [(4096, 100), (4096, 100)], "contiguous", {"dim": -1, "nvidia_variant": "rows_warp"}),
     ("rows-warp-unaligned", [(333, 37), (333, 37)], "offset", {"dim": -1, "nvidia_variant": "rows_warp"}),
-    ("rows-block", [(4096, 4096), (4096, 4096)], "contiguous", {"dim": -1, "nvidia_variant": "rows_block"}),
-    # rows not whole vectors long: each row at another 16-byte alignment, vector loads past its head
-    ("rows-block-odd", [(1000, 3001), (1000, 3001)], "contiguous", {"dim": -1, "nvidia_variant": "rows_block"}),
-    # grad and output at different alignments: element loads
-    ("rows-block-sliced", [(1000, 3000), (1000, 3000)], "sliced-rows", {"dim": -1, "nvidia_variant": "rows_block"}),
+    # rows of up to 4096 16-byte vectors: each thread's vectors of both inputs held in registers
+    ("rows-held", [(4096, 4096), (4096, 4096)], "contiguous", {"dim": -1, "nvidia_variant": "rows_held"}),
+    # rows not whole vectors long: each row at another 16-byte alignment, its ends element by element
+    ("rows-held-odd", [(1000, 3001), (1000, 3001)], "contiguous", {"dim": -1, "nvidia_variant": "rows_held"}),
+    # grad and output at different alignments: rows_block's passes, element loads
+    ("rows-held-sliced", [(1000, 3000), (1000, 3000)], "sliced-rows", {"dim": -1, "nvidia_variant": "rows_held"}),
+    ("rows-held-1024-threads", [(64, 16384), (64, 16384)], "contiguous",
+     {"dim": -1, "tune": {"ROW_SUM_SPLITS": 1}, "nvidia_variant": "rows_held"}),
+    ("rows-block", [(4096, 4096), (4096, 4096)], "contiguous",
+     {"dim": -1, "tune": {"ROW_SUM_HELD_VECTORS": 0}, "nvidia_variant": "rows_block"}),
+    ("rows-block-odd", [(1000, 3001), (1000, 3001)], "contiguous",
+     {"dim": -1, "tune": {"ROW_SUM_HELD_VECTORS": 0}, "nvidia_variant": "rows_block"}),
+    ("rows-block-sliced", [(1000, 3000), (1000, 3000)], "sliced-rows",
+     {"dim": -1, "tune": {"ROW_SUM_HELD_VECTORS": 0}, "nvidia_variant": "rows_block"}),
     ("rows-block-1024-threads", [(512, 65536), (512, 65536)], "contiguous",
      {"dim": -1, "nvidia_variant": "rows_block"}),
     ("rows-block-told", [(4, 1 << 20), (4, 1 << 20)], "contiguous",
@@ -91,7 +100,8 @@ def test_variant(cuda_backend, description, case, dt, record_property, monkeypat
 
 
 # The variants whose sum and write run in different launches or threads.
-IN_PLACE_CASES = [c for c in VARIANT_CASES if c[0] in ("rows-split", "rows-split-unaligned", "columns",
+IN_PLACE_CASES = [c for c in VARIANT_CASES if c[0] in ("rows-held", "rows-held-odd", "rows-split",
+                                                       "rows-split-unaligned", "columns",
                                                        "columns-split", "columns-vector", "columns-vector-split",
                                                        "strided-split")]
 

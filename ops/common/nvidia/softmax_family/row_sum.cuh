@@ -21,6 +21,10 @@
 //            16-byte boundary (element loads otherwise), the sum combined
 //            over the block; the write pass walks the row backwards, so it
 //            starts on what L1 and L2 still hold
+//   rows_held  rows_block's rows of up to 4096 16-byte vectors: each
+//            thread holds its (up to 4) vectors of a and b in registers
+//            from the sum to the write, so the row is read once (where a
+//            and b are not aligned alike, rows_block's passes)
 //   rows_split  the same rows when they are too few to give every SM two
 //            blocks: each row cut into chunks over blocks, two launches;
 //            pass 1 writes each chunk's sum to the workspace, pass 2
@@ -85,6 +89,7 @@ struct RowSumPlan : oprt_descriptor {
   RowSumStrides strides{1, 1, 1};
   StridedLayout<3> rows;  // rows: every other dim; columns: the planes (operand 0 = out, 1 = a, 2 = b)
   int group = 0;          // rows_warp: threads per row (<= 32); 0: rows_block, `block` threads per row
+  bool held = false;      // rows_block as rows_held: a row's inputs held in registers
   int block = 256;
   int64_t splits = 1, chunk = 0;  // rows_split, columns: chunks per row (of the dim), elements per chunk
   int tx = 32, ty = 8;            // columns: threads across a tile, slices of the dim
@@ -94,12 +99,16 @@ struct RowSumPlan : oprt_descriptor {
 };
 
 // Contiguous rows: rows_warp up to 128 elements (a quarter of the row per
-// lane, up to a warp); longer rows a block each (256 to 1024 threads,
+// lane, up to a warp); longer rows a block each: rows_held up to
+// kMaxHeld vectors (OPRT_TUNE_ROW_SUM_HELD_VECTORS: fewer), up to
+// kRowSumHeld vectors a thread, else rows_block (256 to 1024 threads,
 // about a round of kRowSumUnroll vectors each), or rows_split where fewer
 // rows than two per SM leave SMs idle and the rows hold two rounds of a
 // split block's loads or more: about 4 blocks per SM in all, no chunk
 // shorter than one such round (OPRT_TUNE_ROW_SUM_SPLITS: the chunks per
 // row, 1: rows_block).
+constexpr int64_t kMaxHeld = int64_t{1024} * kRowSumHeld;
+
 inline void plan_row_sum_rows(RowSumPlan& d) {
   d.kind = RowSumKind::kRows;
   const int64_t quarter = ceil_div(d.length, 4);
@@ -124,6 +133,12 @@ inline void plan_row_sum_rows(RowSumPlan& d) {
     return;
   }
   d.group = 0;
+  d.held = vectors <= std::min<int64_t>(tuned("ROW_SUM_HELD_VECTORS", kMaxHeld), kMaxHeld);
+  if (d.held) {
+    d.block = static_cast<int>(std::clamp<int64_t>(ceil_pow2(ceil_div(vectors, kRowSumHeld)), 256, 1024));
+    d.variant = "rows_held";
+    return;
+  }
   d.block = static_cast<int>(std::clamp<int64_t>(floor_pow2(ceil_div(vectors, kRowSumUnroll)), 256, 1024));
   d.variant = "rows_block";
 }
@@ -244,7 +259,12 @@ void launch_row_sum(const RowSumPlan& d, void* workspace, T* out, const T* a, co
     const unsigned grid = grid_for(d.nrows, std::max(1, 2048 / d.block), 4);
     return visit_pow2<256, 1024>(d.block, "rows_block: threads per row", [&](auto block) {
       constexpr int kBlock = decltype(block)::value;
-      row_sum_block_kernel<E, T, Index, kBlock><<<grid, kBlock, 0, stream>>>(out, a, b, rows, d.nrows, d.length);
+      if (d.held)
+        row_sum_block_kernel<E, T, Index, kBlock, true><<<grid, kBlock, 0, stream>>>(out, a, b, rows, d.nrows,
+                                                                                      d.length);
+      else
+        row_sum_block_kernel<E, T, Index, kBlock, false><<<grid, kBlock, 0, stream>>>(out, a, b, rows, d.nrows,
+                                                                                       d.length);
       check_launch("row_sum_block_kernel");
     });
   }

@@ -1,5 +1,5 @@
 // The kernels of the softmax family's two-input layer over contiguous rows
-// (rows_warp, rows_block, rows_split) and the element sum the strided
+// (rows_warp, rows_block / rows_held, rows_split) and the element sum the strided
 // kernels share; the layer, its variants and their plan: row_sum.cuh.
 #ifndef OPRT_COMMON_NVIDIA_SOFTMAX_FAMILY_ROW_SUM_ROWS_CUH_
 #define OPRT_COMMON_NVIDIA_SOFTMAX_FAMILY_ROW_SUM_ROWS_CUH_
@@ -215,9 +215,52 @@ row_sum_rows_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> rows, i
   }
 }
 
-// rows_block: a block of kBlock threads per row (grid-stride over rows);
-// at most 64 registers, so 1024 threads' worth of blocks fit on an SM.
-template <class E, class T, class Index, int kBlock>
+constexpr int kRowSumHeld = 4;  // rows_held: 16-byte vectors of each input a thread holds
+
+// rows_held's row (a and b aligned alike, at most kBlock * kRowSumHeld
+// vectors): each thread loads its vectors of a and b once and keeps them in
+// registers from the sum to the write; the up to 2 (VEC - 1) elements
+// outside the row's vectors are one each of the first threads.
+template <class E, class T, int kBlock>
+__device__ __forceinline__ void held_row(T* q, const T* pa, const T* pb, int64_t length, float* slots) {
+  constexpr int VEC = kVec16<T>, H = kRowSumHeld;
+  const int tid = threadIdx.x;
+  const int64_t a0 = first_aligned(pa, 0, length), nv = (length - a0) / VEC, tail = a0 + nv * VEC;
+  const int64_t edge = tid < a0 ? tid : tid - a0 < length - tail ? tail + tid - a0 : -1;
+  float ea = 0.0f, eb = 0.0f, part = 0.0f;
+  if (edge >= 0) {
+    ea = to_float(pa[edge]);
+    eb = to_float(pb[edge]);
+  }
+  Raw16 ra[H], rb[H];
+#pragma unroll
+  for (int j = 0; j < H; ++j) {
+    const int64_t at = a0 + (int64_t{j} * kBlock + tid) * VEC;
+    if (at < tail) {
+      ra[j] = load_raw(pa + at);
+      rb[j] = load_raw(pb + at);
+    }
+  }
+  if (edge >= 0) part = E::term(ea, eb);
+#pragma unroll
+  for (int j = 0; j < H; ++j)
+    if (a0 + (int64_t{j} * kBlock + tid) * VEC < tail) add_vector_terms<E, T>(part, ra[j], rb[j]);
+  const float s = block_allreduce(part, SumOp{}, slots);
+  if (edge >= 0) q[edge] = from_float<T>(E::out(ea, eb, s));
+  const bool whole = stores_whole(q, a0, int64_t{1});
+#pragma unroll
+  for (int j = 0; j < H; ++j) {
+    const int64_t at = a0 + (int64_t{j} * kBlock + tid) * VEC;
+    if (at < tail) store_vector_outs<E, T>(q + at, ra[j], rb[j], s, whole);
+  }
+}
+
+// rows_block: a block of kBlock threads per row (grid-stride over rows),
+// two passes over the row; rows_held (kHeld) keeps a row's inputs in
+// registers instead where its a and b are aligned alike (the plan's rows
+// no longer than kBlock * kRowSumHeld vectors). At most 64 registers, so
+// 1024 threads' worth of blocks fit on an SM.
+template <class E, class T, class Index, int kBlock, bool kHeld>
 __global__ void __launch_bounds__(kBlock, 1024 / kBlock)
 row_sum_block_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> rows, int64_t nrows, int64_t length) {
   __shared__ float slots[kMaxWarps];
@@ -226,6 +269,10 @@ row_sum_block_kernel(T* out, const T* a, const T* b, OffsetCalc<3, Index> rows, 
     rows.get(static_cast<Index>(row), offsets);
     const T* pa = a + offsets[1];
     const T* pb = b + offsets[2];
+    if (kHeld && vectors_match(pa, pb, 0)) {
+      held_row<E, T, kBlock>(out + offsets[0], pa, pb, length, slots);
+      continue;
+    }
     const float s = block_allreduce(chunk_term_sum<E, T, kBlock>(pa, pb, 0, length), SumOp{}, slots);
     chunk_write<E, T, kBlock>(out + offsets[0], pa, pb, 0, length, s);
   }
