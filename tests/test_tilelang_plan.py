@@ -109,18 +109,19 @@ def _merged(ms, ss, dim):
 
 
 def row_sum_fake(name, args):
-    """The two-input kernels over dim 1 of [M, N]; the split pair through
-    float32 segment sums of term(a, b) in the workspace."""
+    """The two-input kernels over dim 1 of [M, N] (vectorized: aligned bases,
+    rows of any length); the split pair through float32 segment sums of
+    term(a, b) in the workspace."""
     fam, vec = args[0], (args[3] if name == "row_sum_block_rows" else args[2] if len(args) > 2 else 1)
     assert isinstance(fam, RowSumFamily)
 
     def whole_rows(a, b, out):
         assert name != "row_sum_warp_rows" or a.shape[1] <= ROW_SUM_WARP_MAX
-        _vector_contract(name, args, vec, a, b, out, whole=a.shape[1])
+        _vector_contract(name, args, vec, a, b, out)
         out.copy_(reference(fam.name)(a.double(), b.double(), 1).to(out.dtype))
 
     def partials(a, b, sums):
-        _vector_contract(name, args, vec, a, b, whole=a.shape[1])
+        _vector_contract(name, args, vec, a, b)
         assert sums.dtype == torch.float32 and sums.is_contiguous()
         terms = fam.term(a.double(), b.double())
         for s, (lo, hi) in enumerate(_row_segments(a.shape[1], sums.shape[1], SEGMENT_THREADS * vec * UNROLL)):
@@ -480,6 +481,7 @@ def test_softmax_family_plans(op, case, kind):
 
 
 ROW_SUM_CASES = [(((4, 33), 1), "row_sum_warp_rows"), (((64, 5000), 1), "row_sum_block_rows256"),
+                 (((64, 5001), 1), "row_sum_block_rows256"),
                  (((600, 9000), 1), "row_sum_block_rows1024"), (((2, 40000), 1), r"row_sum_split\d+"),
                  (((3, 40001), 1), r"row_sum_split\d+"), (((2 ** 20,), 0), r"row_sum_split\d+"),
                  (((5, 6), 0), r"row_sum_warp_rows\+staged"), (((3000, 4), 0), r"row_sum_block_rows256\+staged"),

@@ -277,6 +277,11 @@ def along_dim_backward_cases() -> tuple:
         Case("columns_dim0", [(9, 200)] * 2, params={"dim": 0}),
         Case("medium_columns_offset", [(300, 130)] * 2, ["offset", "contiguous"], out_layout="offset",
              params={"dim": 0}),
+        # rows no multiple of a 16-byte vector long, each starting elsewhere within one: a block per
+        # row, few long rows cut into segments, bases not aligned
+        Case("medium_odd_rows", [(300, 3001)] * 2, params={"dim": -1}),
+        Case("medium_odd_long_rows", [(6, 50257)] * 2, params={"dim": -1}),
+        Case("medium_odd_long_rows_offset", [(3, 3 * 2 ** 16 + 5)] * 2, ["offset", "offset"], params={"dim": -1}),
     )
 
 

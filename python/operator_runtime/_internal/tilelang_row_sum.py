@@ -10,8 +10,8 @@ tilelang_softmax.plan_along_dim stages it):
 
   rows      a/b/out [M, N] dense, the op over N
 
-Kernels (sizes T.dynamic; vec > 1: 16-byte loads and stores, N a multiple
-of vec and every base aligned, else the scalar twin with vec = 1):
+Kernels (sizes T.dynamic; vec > 1: 16-byte loads and stores where every
+base is aligned, else the scalar twin with vec = 1):
   row_sum_warp_rows(fam, dtype)           N <= ROW_SUM_WARP_MAX: a warp per
                                           row, each lane summing every 32nd
                                           element, then writing it
@@ -25,8 +25,12 @@ of vec and every base aligned, else the scalar twin with vec = 1):
                                           block of the row in the same order:
                                           bitwise the same total) and writes
                                           its segment
-A thread's terms are folded every FOLD rounds into a compensated total
-(compensated_add), so a row's sum does not drift with its length. A row is
+The block and segment kernels count a row's whole vectors from the
+tensor's start (a one-dim view), so rows of any length take 16-byte loads;
+the up to 2 (vec - 1) elements of a row outside them are one each of
+segment 0's first threads (row_edge). A thread's terms are folded every
+FOLD rounds into a compensated total (compensated_add), so a row's sum does
+not drift with its length. A row is
 read twice (the second time mostly from L2). out may be either input
 itself: every element is read before its own write.
 """
@@ -39,7 +43,7 @@ import math
 import tilelang.language as T
 import torch
 
-from .tilelang_device import (DTYPES, F32, block_sum, compensated_add, segments, vector_width, warp_sum,
+from .tilelang_device import (DTYPES, F32, block_sum, compensated_add, row_edge, segments, vector_width, warp_sum,
                               with_bounds_trusted, with_denormals_flushed)
 
 ROW_SUM_WARP_MAX = 1024
@@ -115,30 +119,34 @@ def row_sum_warp_rows(fam: RowSumFamily, dtype: str):
 
 
 @T.macro
-def load_round(a, b, buf_a, buf_b, row, first, end, threads, vec):
-    """A round of UNROLL vectors of each input from row element `first` on
-    (this thread's: first + (u * threads + tx) * vec), those below `end`."""
+def load_round(a1, b1, buf_a, buf_b, first, end, threads, vec):
+    """A round of UNROLL vectors of each input (one-dim views) from vector
+    `first` on (this thread's: first + u * threads + tx), those below `end`."""
     tx = T.get_thread_binding()
     for u in T.unroll(UNROLL):
-        if first + (u * threads + tx) * vec < end:
+        if first + u * threads + tx < end:
             for v in T.vectorized(vec):
-                buf_a[u * vec + v] = a[row, first + (u * threads + tx) * vec + v]
+                buf_a[u * vec + v] = a1[(first + u * threads + tx) * vec + v]
             for v in T.vectorized(vec):
-                buf_b[u * vec + v] = b[row, first + (u * threads + tx) * vec + v]
+                buf_b[u * vec + v] = b1[(first + u * threads + tx) * vec + v]
 
 
 @T.macro
-def segment_sum(fam, dtype, a, b, row, seg, S, threads, vec, acc, red):
+def segment_sum(fam, dtype, a1, b1, N, row, seg, S, threads, vec, acc, red):
     """acc[0] of every thread = the block's sum of term(a, b) over segment
-    seg of S of the row (S = 1: the whole row). A segment is whole rounds
-    of loads, so every segment starts aligned; the round count is held in a
-    register (no division per load). (A Python helper cannot hold the
-    count: T.alloc_var yields a variable only inside a macro or kernel.)"""
-    N = a.shape[1]
-    step = threads * vec * UNROLL
-    seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))
-    start = seg * seg_steps * step
-    end = T.min(N, start + seg_steps * step)
+    seg of S of the row (S = 1: the whole row; a1, b1 the inputs' one-dim
+    views). A segment is whole rounds of the row's whole vectors lo .. hi - 1
+    (counted from the tensor's start); segment 0 adds the elements outside
+    them. The round count is held in a register (no division per load; a
+    Python helper cannot hold it: T.alloc_var yields a variable only inside
+    a macro or kernel)."""
+    step = threads * UNROLL  # vectors a round
+    first = row * N
+    lo = T.ceildiv(first, vec)
+    hi = (first + N) // vec
+    seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(hi - lo, S), step))
+    start = lo + seg * seg_steps * step
+    end = T.min(hi, start + seg_steps * step)
     tx = T.get_thread_binding()
     buf_a = T.alloc_local((UNROLL * vec,), dtype)
     buf_b = T.alloc_local((UNROLL * vec,), dtype)
@@ -149,10 +157,13 @@ def segment_sum(fam, dtype, a, b, row, seg, S, threads, vec, acc, red):
         part[v] = T.float32(0)
     total[0] = T.float32(0)
     total[1] = T.float32(0)
+    edge, on_edge = row_edge(first, N, lo, hi, tx, vec)
+    if seg == 0 and on_edge:
+        part[0] = fam.term(T.cast(a1[edge], F32), T.cast(b1[edge], F32))
     for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
-        load_round(a, b, buf_a, buf_b, row, start + k * step, end, threads, vec)  # all in flight before any add
+        load_round(a1, b1, buf_a, buf_b, start + k * step, end, threads, vec)  # all in flight before any add
         for u in T.unroll(UNROLL):
-            if start + k * step + (u * threads + tx) * vec < end:
+            if start + k * step + u * threads + tx < end:
                 for v in T.unroll(vec):
                     part[v] = part[v] + fam.term(T.cast(buf_a[u * vec + v], F32), T.cast(buf_b[u * vec + v], F32))
         if k % FOLD == FOLD - 1:
@@ -170,28 +181,33 @@ def segment_sum(fam, dtype, a, b, row, seg, S, threads, vec, acc, red):
 
 
 @T.macro
-def segment_write(fam, dtype, a, b, out, row, seg, S, threads, vec, s):
+def segment_write(fam, dtype, a1, b1, out1, N, row, seg, S, threads, vec, s):
     """out = value(a, b, s) over segment seg of S of the row (as
-    segment_sum cuts it), a round's loads all issued before its stores (out
-    may be a or b)."""
-    N = a.shape[1]
-    step = threads * vec * UNROLL
-    seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(N, S), step))
-    start = seg * seg_steps * step
-    end = T.min(N, start + seg_steps * step)
+    segment_sum cuts it; one-dim views), a round's loads all issued before
+    its stores (out may be a or b)."""
+    step = threads * UNROLL
+    first = row * N
+    lo = T.ceildiv(first, vec)
+    hi = (first + N) // vec
+    seg_steps = T.alloc_var("int32", init=T.ceildiv(T.ceildiv(hi - lo, S), step))
+    start = lo + seg * seg_steps * step
+    end = T.min(hi, start + seg_steps * step)
     tx = T.get_thread_binding()
     buf_a = T.alloc_local((UNROLL * vec,), dtype)
     buf_b = T.alloc_local((UNROLL * vec,), dtype)
     res = T.alloc_local((vec,), dtype)
+    edge, on_edge = row_edge(first, N, lo, hi, tx, vec)
+    if seg == 0 and on_edge:
+        out1[edge] = T.cast(fam.value(T.cast(a1[edge], F32), T.cast(b1[edge], F32), s), dtype)
     for k in T.serial(T.ceildiv(T.max(end - start, 0), step)):
-        load_round(a, b, buf_a, buf_b, row, start + k * step, end, threads, vec)
+        load_round(a1, b1, buf_a, buf_b, start + k * step, end, threads, vec)
         for u in T.unroll(UNROLL):
-            if start + k * step + (u * threads + tx) * vec < end:
+            if start + k * step + u * threads + tx < end:
                 for v in T.unroll(vec):
                     res[v] = T.cast(fam.value(T.cast(buf_a[u * vec + v], F32), T.cast(buf_b[u * vec + v], F32), s),
                                     dtype)
                 for v in T.vectorized(vec):
-                    out[row, start + k * step + (u * threads + tx) * vec + v] = res[v]
+                    out1[(start + k * step + u * threads + tx) * vec + v] = res[v]
 
 
 @with_bounds_trusted  # every access under its own bounds test
@@ -203,12 +219,13 @@ def row_sum_block_rows(fam: RowSumFamily, dtype: str, threads: int, vec: int):
     def softmax_row_sum_block_rows(a: T.Tensor((M, N), dtype), b: T.Tensor((M, N), dtype),
                                    out: T.Tensor((M, N), dtype)):
         with T.Kernel(M, threads=threads) as row:
-            if vec > 1:
-                T.assume(N % vec == 0)
+            a1 = T.reshape(a, (M * N,))
+            b1 = T.reshape(b, (M * N,))
+            out1 = T.reshape(out, (M * N,))
             acc = T.alloc_local((1,), F32)
             red = T.alloc_shared((32,), F32)
-            segment_sum(fam, dtype, a, b, row, 0, 1, threads, vec, acc, red)
-            segment_write(fam, dtype, a, b, out, row, 0, 1, threads, vec, acc[0])
+            segment_sum(fam, dtype, a1, b1, N, row, 0, 1, threads, vec, acc, red)
+            segment_write(fam, dtype, a1, b1, out1, N, row, 0, 1, threads, vec, acc[0])
 
     return softmax_row_sum_block_rows.with_attr("global_symbol", f"{fam.name}_row_sum_block_rows{threads}_v{vec}")
 
@@ -222,11 +239,11 @@ def row_sum_partials(fam: RowSumFamily, dtype: str, vec: int):
     def softmax_row_sum_partials(a: T.Tensor((M, N), dtype), b: T.Tensor((M, N), dtype),
                                  sums: T.Tensor((M, S), F32)):
         with T.Kernel(M, S, threads=SEGMENT_THREADS) as (row, seg):
-            if vec > 1:
-                T.assume(N % vec == 0)
+            a1 = T.reshape(a, (M * N,))
+            b1 = T.reshape(b, (M * N,))
             acc = T.alloc_local((1,), F32)
             red = T.alloc_shared((32,), F32)
-            segment_sum(fam, dtype, a, b, row, seg, S, SEGMENT_THREADS, vec, acc, red)
+            segment_sum(fam, dtype, a1, b1, N, row, seg, S, SEGMENT_THREADS, vec, acc, red)
             if T.get_thread_binding() == 0:
                 sums[row, seg] = acc[0]
 
@@ -242,8 +259,9 @@ def row_sum_apply(fam: RowSumFamily, dtype: str, vec: int):
     def softmax_row_sum_apply(a: T.Tensor((M, N), dtype), b: T.Tensor((M, N), dtype), sums: T.Tensor((M, S), F32),
                               out: T.Tensor((M, N), dtype)):
         with T.Kernel(M, S, threads=SEGMENT_THREADS) as (row, seg):
-            if vec > 1:
-                T.assume(N % vec == 0)
+            a1 = T.reshape(a, (M * N,))
+            b1 = T.reshape(b, (M * N,))
+            out1 = T.reshape(out, (M * N,))
             tx = T.get_thread_binding()
             acc = T.alloc_local((1,), F32)
             total = T.alloc_local((2,), F32)
@@ -256,7 +274,7 @@ def row_sum_apply(fam: RowSumFamily, dtype: str, vec: int):
                     compensated_add(total, (0,), total, (1,), sums[row, j * SEGMENT_THREADS + tx], tmp)
             acc[0] = total[0] - total[1]
             block_sum(acc, red, tx, SEGMENT_THREADS)
-            segment_write(fam, dtype, a, b, out, row, seg, S, SEGMENT_THREADS, vec, acc[0])
+            segment_write(fam, dtype, a1, b1, out1, N, row, seg, S, SEGMENT_THREADS, vec, acc[0])
 
     return softmax_row_sum_apply.with_attr("global_symbol", f"{fam.name}_row_sum_apply_v{vec}")
 
@@ -267,7 +285,7 @@ def _plan_row_sum_rows(fam: RowSumFamily, p, dtype, M: int, N: int):
     if N <= ROW_SUM_WARP_MAX:
         kernel = p.kernel(row_sum_warp_rows, (fam, dt))
         return (lambda a, b, out, ws: kernel(a, b, out)), "row_sum_warp_rows"
-    vec = vector_width(dt) if N % vector_width(dt) == 0 else 1
+    vec = vector_width(dt)
     S = segments(M, N, MIN_SEGMENT)
     if S == 1:
         threads = ROW_SUM_BLOCK_THREADS[0] if N <= 8192 else ROW_SUM_BLOCK_THREADS[-1]
