@@ -132,7 +132,21 @@ def row_sum_fake(name, args):
         torch.testing.assert_close(sums.double().sum(1), terms, rtol=1e-5, atol=1e-5)  # the partials' segments add up
         whole_rows(a, b, out)
 
-    return {"row_sum_partials": partials, "row_sum_apply": apply}.get(name, whole_rows)
+    def column_sums(a, b, sums):
+        _vector_contract(name, args, vec, a, b, whole=a.shape[2])
+        assert sums.dtype == torch.float32 and sums.is_contiguous() and sums.shape[::2] == a.shape[::2]
+        terms = fam.term(a.double(), b.double())
+        for s, (lo, hi) in enumerate(_row_segments(a.shape[1], sums.shape[1], 1)):
+            sums[:, s] = terms[:, lo:hi].sum(1).float()
+
+    def column_apply(a, b, sums, out):
+        _vector_contract(name, args, vec, a, b, out, whole=a.shape[2])
+        terms = fam.term(a.double(), b.double()).sum(1)
+        torch.testing.assert_close(sums.double().sum(1), terms, rtol=1e-5, atol=1e-5)
+        out.copy_(reference(fam.name)(a.double(), b.double(), 1).to(out.dtype))
+
+    return {"row_sum_partials": partials, "row_sum_apply": apply, "row_sum_column_sums": column_sums,
+            "row_sum_column_apply": column_apply}.get(name, whole_rows)
 
 
 def softmax_fake(name, args):
@@ -484,8 +498,9 @@ ROW_SUM_CASES = [(((4, 33), 1), "row_sum_warp_rows"), (((64, 5000), 1), "row_sum
                  (((64, 5001), 1), "row_sum_block_rows256"),
                  (((600, 9000), 1), "row_sum_block_rows1024"), (((2, 40000), 1), r"row_sum_split\d+"),
                  (((3, 40001), 1), r"row_sum_split\d+"), (((2 ** 20,), 0), r"row_sum_split\d+"),
-                 (((5, 6), 0), r"row_sum_warp_rows\+staged"), (((3000, 4), 0), r"row_sum_block_rows256\+staged"),
-                 (((40000, 3), 0), r"row_sum_split\d+\+staged")]
+                 (((5, 6), 0), r"row_sum_columns\d+"), (((3000, 4), 0), r"row_sum_columns\d+"),
+                 (((40000, 3), 0), r"row_sum_columns\d+"), (((3, 50, 64), 1), r"row_sum_columns\d+"),
+                 (((2, 300, 7, 5), 1), r"row_sum_columns\d+")]
 
 
 @pytest.mark.parametrize("case,expected", ROW_SUM_CASES, ids=[str(c[0]) for c in ROW_SUM_CASES])

@@ -5,10 +5,11 @@ one-input kernels (tilelang_softmax.py) hold one input's row in registers or
 carry its running (max, sum of exp) pair; these need neither.
 
 An op is an instance, RowSumFamily, holding term(a, b) and value(a, b, s).
-Canonical form (anything else is staged through the workspace, as
+Canonical forms (anything else is staged through the workspace, as
 tilelang_softmax.plan_along_dim stages it):
 
   rows      a/b/out [M, N] dense, the op over N
+  columns   a/b/out [B, R, C] dense, the op over R
 
 Kernels (sizes T.dynamic; vec > 1: 16-byte loads and stores where every
 base is aligned, else the scalar twin with vec = 1):
@@ -24,6 +25,15 @@ base is aligned, else the scalar twin with vec = 1):
                                           the second adds a row's S sums (every
                                           block of the row in the same order:
                                           bitwise the same total) and writes
+                                          its segment
+  row_sum_column_sums(fam, dtype, vec)    columns: a block per tile of 32 * vec
+     + row_sum_column_apply(fam, dtype, vec)  columns (lane tx % 32 holds vec of
+                                          them) by S segments of the rows (warp
+                                          tx // 32 takes every 8th row); the
+                                          first launch writes each segment's
+                                          column sums to the workspace, the
+                                          second adds a column's S sums (the
+                                          same order in every block) and writes
                                           its segment
 The block and segment kernels count a row's whole vectors from the
 tensor's start (a one-dim view), so rows of any length take 16-byte loads;
@@ -43,8 +53,9 @@ import math
 import tilelang.language as T
 import torch
 
-from .tilelang_device import (DTYPES, F32, block_sum, compensated_add, row_edge, segments, vector_width, warp_sum,
-                              with_bounds_trusted, with_denormals_flushed)
+from .tilelang_device import (DTYPES, F32, TARGET_BLOCKS, block_sum, column_tile, compensated_add,
+                              load_column_round, row_edge, segments, vector_width, warp_sum, with_bounds_trusted,
+                              with_denormals_flushed)
 
 ROW_SUM_WARP_MAX = 1024
 ROW_SUM_BLOCK_THREADS = (256, 1024)
@@ -84,7 +95,7 @@ class RowSumFamily:
                 items += [(f"row_sum_block_rows_{d}_{t}_v{vec}", row_sum_block_rows, (self, d, t, vec))
                           for t in ROW_SUM_BLOCK_THREADS]
                 items += [(f"row_sum_{kind.__name__[8:]}_{d}_v{vec}", kind, (self, d, vec))
-                          for kind in (row_sum_partials, row_sum_apply)]
+                          for kind in (row_sum_partials, row_sum_apply, row_sum_column_sums, row_sum_column_apply)]
         return items
 
 
@@ -279,6 +290,152 @@ def row_sum_apply(fam: RowSumFamily, dtype: str, vec: int):
     return softmax_row_sum_apply.with_attr("global_symbol", f"{fam.name}_row_sum_apply_v{vec}")
 
 
+COLUMN_THREADS = 256
+COLUMN_UNROLL = 4  # rows of loads in flight per thread in the column kernels
+
+
+@T.macro
+def column_round_terms(fam, a, b, buf_a, buf_b, part, bi, start, end, k, lanes, c0, vec):
+    """part[v] += term(a, b) over round k of this thread's rows of the
+    segment (COLUMN_UNROLL rows, `vec` columns from c0), the whole round's
+    16-byte loads issued first; the segment's last round element by element."""
+    if start + (k * COLUMN_UNROLL + COLUMN_UNROLL - 1) * lanes < end:
+        load_column_round(a, buf_a, bi, start, k, COLUMN_UNROLL, lanes, c0, vec)
+        load_column_round(b, buf_b, bi, start, k, COLUMN_UNROLL, lanes, c0, vec)
+        for u in T.unroll(COLUMN_UNROLL):
+            for v in T.unroll(vec):
+                part[v] = part[v] + fam.term(T.cast(buf_a[u, v], F32), T.cast(buf_b[u, v], F32))
+    else:
+        for u in T.unroll(COLUMN_UNROLL):
+            if start + (k * COLUMN_UNROLL + u) * lanes < end:
+                for v in T.unroll(vec):
+                    part[v] = part[v] + fam.term(T.cast(a[bi, start + (k * COLUMN_UNROLL + u) * lanes, c0 + v], F32),
+                                                 T.cast(b[bi, start + (k * COLUMN_UNROLL + u) * lanes, c0 + v], F32))
+
+
+@with_denormals_flushed
+def row_sum_column_sums(fam: RowSumFamily, dtype: str, vec: int):
+    """sums[b, seg, c] = the sum of term(a, b) down column c over segment seg
+    of the rows: each thread's rows folded every FOLD rounds into compensated
+    totals per column, then the 8 warps' totals added per column in warp
+    order (shared memory)."""
+    threads = COLUMN_THREADS
+    lanes = threads // 32
+    cols = 32 * vec
+    B, R, C, S = T.dynamic("B R C S")
+
+    @T.prim_func
+    def softmax_row_sum_column_sums(a: T.Tensor((B, R, C), dtype), b: T.Tensor((B, R, C), dtype),
+                                    sums: T.Tensor((B, S, C), F32)):
+        with T.Kernel(T.ceildiv(C, cols) * B, S, threads=threads) as (bt, seg):
+            tx = T.get_thread_binding()
+            lane = tx % 32
+            warp = tx // 32
+            bi, tile, start, end, c0 = column_tile(bt, seg, R, C, S, cols, vec)
+            buf_a = T.alloc_local((COLUMN_UNROLL, vec), dtype)
+            buf_b = T.alloc_local((COLUMN_UNROLL, vec), dtype)
+            part = T.alloc_local((vec,), F32)
+            total = T.alloc_local((vec,), F32)
+            comp = T.alloc_local((vec,), F32)
+            tmp = T.alloc_local((2,), F32)
+            red = T.alloc_shared((lanes, cols), F32)
+            if vec > 1:
+                T.assume(C % vec == 0)
+            for v in T.unroll(vec):
+                part[v] = T.float32(0)
+                total[v] = T.float32(0)
+                comp[v] = T.float32(0)
+            if c0 < C:
+                for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * COLUMN_UNROLL)):
+                    column_round_terms(fam, a, b, buf_a, buf_b, part, bi, start, end, k, lanes, c0, vec)
+                    if k % FOLD == FOLD - 1:
+                        for v in T.unroll(vec):
+                            compensated_add(total, (v,), comp, (v,), part[v], tmp)
+                            part[v] = T.float32(0)
+            for v in T.unroll(vec):
+                compensated_add(total, (v,), comp, (v,), part[v], tmp)
+                red[warp, lane * vec + v] = total[v] - comp[v]
+            T.sync_threads()
+            for i in T.serial(T.ceildiv(cols, threads)):
+                if i * threads + tx < cols and tile * cols + i * threads + tx < C:
+                    total[0] = T.float32(0)
+                    comp[0] = T.float32(0)
+                    for w in T.unroll(lanes):
+                        compensated_add(total, (0,), comp, (0,), red[w, i * threads + tx], tmp)
+                    sums[bi, seg, tile * cols + i * threads + tx] = total[0] - comp[0]
+
+    return softmax_row_sum_column_sums.with_attr("global_symbol", f"{fam.name}_row_sum_column_sums_v{vec}")
+
+
+@with_denormals_flushed
+def row_sum_column_apply(fam: RowSumFamily, dtype: str, vec: int):
+    """out = value(a, b, s) over the column tile's segment, s the column's S
+    segment sums added (compensated; warp w takes segments w, w + 8, ...,
+    then the 8 warps' totals in warp order: every block of a column gets
+    bitwise the same s). A round's loads all go out before its stores (out
+    may be a or b)."""
+    threads = COLUMN_THREADS
+    lanes = threads // 32
+    cols = 32 * vec
+    B, R, C, S = T.dynamic("B R C S")
+
+    @T.prim_func
+    def softmax_row_sum_column_apply(a: T.Tensor((B, R, C), dtype), b: T.Tensor((B, R, C), dtype),
+                                     sums: T.Tensor((B, S, C), F32), out: T.Tensor((B, R, C), dtype)):
+        with T.Kernel(T.ceildiv(C, cols) * B, S, threads=threads) as (bt, seg):
+            tx = T.get_thread_binding()
+            lane = tx % 32
+            warp = tx // 32
+            bi, tile, start, end, c0 = column_tile(bt, seg, R, C, S, cols, vec)
+            buf_a = T.alloc_local((COLUMN_UNROLL, vec), dtype)
+            buf_b = T.alloc_local((COLUMN_UNROLL, vec), dtype)
+            res = T.alloc_local((vec,), dtype)
+            total = T.alloc_local((vec,), F32)
+            comp = T.alloc_local((vec,), F32)
+            tmp = T.alloc_local((2,), F32)
+            red = T.alloc_shared((lanes, cols), F32)
+            if vec > 1:
+                T.assume(C % vec == 0)
+            for v in T.unroll(vec):
+                total[v] = T.float32(0)
+                comp[v] = T.float32(0)
+            if c0 < C:
+                for j in T.serial(T.ceildiv(S, lanes)):
+                    if j * lanes + warp < S:
+                        for v in T.unroll(vec):
+                            compensated_add(total, (v,), comp, (v,), sums[bi, j * lanes + warp, c0 + v], tmp)
+            for v in T.unroll(vec):
+                red[warp, lane * vec + v] = total[v] - comp[v]
+            T.sync_threads()
+            for v in T.unroll(vec):
+                total[v] = T.float32(0)
+                comp[v] = T.float32(0)
+                for w in T.unroll(lanes):
+                    compensated_add(total, (v,), comp, (v,), red[w, lane * vec + v], tmp)
+                total[v] = total[v] - comp[v]
+            if c0 < C:
+                for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * COLUMN_UNROLL)):
+                    if start + (k * COLUMN_UNROLL + COLUMN_UNROLL - 1) * lanes < end:
+                        load_column_round(a, buf_a, bi, start, k, COLUMN_UNROLL, lanes, c0, vec)
+                        load_column_round(b, buf_b, bi, start, k, COLUMN_UNROLL, lanes, c0, vec)
+                        for u in T.unroll(COLUMN_UNROLL):
+                            for v in T.unroll(vec):
+                                res[v] = T.cast(fam.value(T.cast(buf_a[u, v], F32), T.cast(buf_b[u, v], F32),
+                                                          total[v]), dtype)
+                            for v in T.vectorized(vec):
+                                out[bi, start + (k * COLUMN_UNROLL + u) * lanes, c0 + v] = res[v]
+                    else:
+                        for u in T.unroll(COLUMN_UNROLL):
+                            if start + (k * COLUMN_UNROLL + u) * lanes < end:
+                                for v in T.unroll(vec):
+                                    out[bi, start + (k * COLUMN_UNROLL + u) * lanes, c0 + v] = T.cast(fam.value(
+                                        T.cast(a[bi, start + (k * COLUMN_UNROLL + u) * lanes, c0 + v], F32),
+                                        T.cast(b[bi, start + (k * COLUMN_UNROLL + u) * lanes, c0 + v], F32),
+                                        total[v]), dtype)
+
+    return softmax_row_sum_column_apply.with_attr("global_symbol", f"{fam.name}_row_sum_column_apply_v{vec}")
+
+
 def _plan_row_sum_rows(fam: RowSumFamily, p, dtype, M: int, N: int):
     """Body (a, b, out: [M, N] dense views, ws)."""
     dt = p.dtype_name(dtype)
@@ -306,6 +463,29 @@ def _plan_row_sum_rows(fam: RowSumFamily, p, dtype, M: int, N: int):
     return run, f"row_sum_split{S}"
 
 
+def _plan_row_sum_columns(fam: RowSumFamily, p, dtype, B: int, R: int, C: int):
+    """Body (a, b, out: [B, R, C] dense views, ws): column sums per row
+    segment into the workspace, then each segment written (segments for
+    about 8 blocks per SM, as the softmax's columns)."""
+    dt = p.dtype_name(dtype)
+    vec = vector_width(dt) if C % vector_width(dt) == 0 else 1
+    tiles = B * -(-C // (32 * vec))
+    S = segments(tiles, R, 64, 2 * TARGET_BLOCKS)
+    sums_k = p.launcher(row_sum_column_sums, (fam, dt, vec), (fam, dt, 1))
+    apply_k = p.launcher(row_sum_column_apply, (fam, dt, vec), (fam, dt, 1))
+    name = f"column_sums{len(p.ws.regions)}"
+    p.ws.add(name, B * S * C, torch.float32)
+    regions = p.ws
+
+    def run(a, b, out, ws):
+        sums = regions.view(ws, name, (B, S, C))
+        aligned = p.aligned(a, b, out)
+        sums_k(aligned)(a, b, sums)
+        apply_k(aligned)(a, b, sums, out)
+
+    return run, f"row_sum_columns{S}"
+
+
 def plan_row_sum(fam: RowSumFamily, p, out, a, b, dim: int):
     if out.numel() == 0:
         return p.done("empty")
@@ -321,15 +501,30 @@ def plan_row_sum(fam: RowSumFamily, p, out, a, b, dim: int):
     others = [d for d in range(nd) if d != dim]
     o_shape, rows = p.coalesce([a.shape[d] for d in others], [[t.stride(d) for d in others] for t in tensors])
     M = math.prod(o_shape)
-    body, variant = _plan_row_sum_rows(fam, p, a.dtype, M, N)
 
     def rows_ok(strides_rows, stride_dim):
         return stride_dim == 1 and (not o_shape or (len(o_shape) == 1 and strides_rows[0] == N))
 
     if all(rows_ok(r, s) for r, s in zip(rows, along)):
+        body, variant = _plan_row_sum_rows(fam, p, a.dtype, M, N)
         dense = ((M, N), (N, 1))
         return p.done(variant, lambda o, ins, ws: body(ins[0].as_strided(*dense), ins[1].as_strided(*dense),
                                                        o.as_strided(*dense), ws))
+
+    def columns_ok(strides_rows, stride_dim):
+        if not o_shape or strides_rows[-1] != 1 or stride_dim != o_shape[-1]:
+            return False
+        return len(o_shape) == 1 or (len(o_shape) == 2 and strides_rows[0] == N * o_shape[-1])
+
+    if N > 1 and all(columns_ok(r, s) for r, s in zip(rows, along)):
+        C = o_shape[-1]
+        B = o_shape[0] if len(o_shape) == 2 else 1
+        body, variant = _plan_row_sum_columns(fam, p, a.dtype, B, N, C)
+        dense = (B, N, C), (N * C, C, 1)
+        return p.done(variant, lambda o, ins, ws: body(ins[0].as_strided(*dense), ins[1].as_strided(*dense),
+                                                       o.as_strided(*dense), ws))
+
+    body, variant = _plan_row_sum_rows(fam, p, a.dtype, M, N)
 
     # staged: both inputs' rows [others (a's order), dim] gathered into the
     # workspace, computed in place over a's copy, scattered back into out
