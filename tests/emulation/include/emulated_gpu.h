@@ -9,7 +9,8 @@
 // reaches (reported as a deadlock, naming it), a shuffle without every lane
 // of the warp, reads of shared memory nothing wrote (it starts as NaN
 // bytes), accesses past a shared array (AddressSanitizer redzones), a bad
-// launch configuration (cudaGetLastError, as CUDA reports it).
+// launch configuration (cudaGetLastError, as CUDA reports it). Grids may
+// be 3-d; clusters and cooperative grids run along x only.
 // Included by the stand-ins of <cuda_runtime.h>, <cuda_fp16.h>,
 // <cuda_bf16.h> and <cooperative_groups.h> in this folder.
 #ifndef OPRT_EMULATION_EMULATED_GPU_H_
@@ -287,7 +288,7 @@ T* shared_of_block(T* p, int block_in_group) {
   return reinterpret_cast<T*>(engine.arenas[static_cast<size_t>(block_in_group)].data() + (byte - mine.data()));
 }
 
-inline void run_group(unsigned first_block) {
+inline void run_group(unsigned first_block, unsigned y, unsigned z) {
   const int threads = engine.threads_per_block;
   const size_t count = static_cast<size_t>(engine.group_blocks) * static_cast<size_t>(threads);
   engine.fibers.assign(count, Fiber{});
@@ -300,7 +301,7 @@ inline void run_group(unsigned first_block) {
     Fiber& f = engine.fibers[i];
     const int b = static_cast<int>(i) / threads, t = static_cast<int>(i) % threads;
     f.block_in_group = b;
-    f.block = dim3(first_block + static_cast<unsigned>(b));
+    f.block = dim3(first_block + static_cast<unsigned>(b), y, z);
     f.thread = dim3(t % blockDim.x, t / blockDim.x % blockDim.y, t / (blockDim.x * blockDim.y));
     f.warp = b * engine.warps_per_block + t / 32;
     f.lane = t % 32;
@@ -361,7 +362,10 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t dynamic_byt
             Args... args) {
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;
   const uint64_t resident_blocks = static_cast<uint64_t>(kSms) * kMaxThreadsPerSm / std::max<uint64_t>(threads, 1);
-  const bool bad = grid.x == 0 || grid.y != 1 || grid.z != 1 || threads == 0 || threads > kMaxThreadsPerBlock ||
+  // (clusters and cooperative grids along x alone, as the kernels launch them)
+  const bool flat = grid.y == 1 && grid.z == 1;
+  const bool bad = grid.x == 0 || grid.y == 0 || grid.z == 0 || (!flat && (cluster != 1 || whole_grid)) ||
+                   threads == 0 || threads > kMaxThreadsPerBlock ||
                    dynamic_bytes > kMaxSharedPerBlock || cluster == 0 || cluster > kMaxCluster ||
                    grid.x % cluster != 0 || (whole_grid && grid.x > resident_blocks);
   if (bad) {
@@ -382,7 +386,9 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t dynamic_byt
   engine.static_offsets.clear();
   engine.mbarriers.clear();
   engine.body = [=] { kernel(static_cast<Params>(args)...); };
-  for (unsigned first = 0; first < grid.x; first += static_cast<unsigned>(engine.group_blocks)) run_group(first);
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned first = 0; first < grid.x; first += static_cast<unsigned>(engine.group_blocks)) run_group(first, y, z);
   engine.body = nullptr;
 }
 
