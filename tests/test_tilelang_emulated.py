@@ -13,7 +13,8 @@ reaches or a signed index overflow fails the run. The kernels' outputs are
 checked against float64 references. It covers the softmax family's
 two-input kernels (tilelang_row_sum.py) over rows of every length (the
 vectors counted from the tensor's start, a row's ends element by element),
-few long rows cut into segments, and the column tiles; a GPU still checks
+rows held in registers, few long rows cut into segments, and the column
+tiles; a GPU still checks
 the real thing (tests/test_ops.py on the tilelang backend).
 """
 
@@ -164,6 +165,7 @@ def kernels(tmp_path_factory):
                 wanted[(op, "block", dt, v)] = (row_sum.row_sum_block_rows, (fam, dt, 256, v))
                 wanted[(op, "columns_sums", dt, v)] = (row_sum.row_sum_column_sums, (fam, dt, v))
                 wanted[(op, "columns_apply", dt, v)] = (row_sum.row_sum_column_apply, (fam, dt, v))
+            wanted[(op, "held", dt, vec)] = (row_sum.row_sum_held_rows, (fam, dt, 256, vec))
             wanted[(op, "partials", dt, vec)] = (row_sum.row_sum_partials, (fam, dt, vec))
             wanted[(op, "apply", dt, vec)] = (row_sum.row_sum_apply, (fam, dt, vec))
             wanted[(op, "warp", dt, 1)] = (row_sum.row_sum_warp_rows, (fam, dt))
@@ -209,6 +211,23 @@ def test_block_rows(kernels, op, dt, shape):
         out = torch.full(shape, float("nan"), dtype=DTYPES[dt])
         kernel((shape[0], 1), 256, 4 * 32, {"a": a, "b": b, "out": out}, {"M": shape[0], "N": shape[1]})
         check(op, out, a, b, 1, f"{op} block rows {shape} {dt} vec {vec}")
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dt", list(DTYPES))
+@pytest.mark.parametrize("shape", [(5, 1024), (7, 3001), (3, 4095), (4, 1027), (2, 2 * 256 * 4 * 8)], ids=str)
+def test_held_rows(kernels, op, dt, shape):
+    """row_sum_held_rows (256 threads): a row's up to 4 vectors a thread of
+    each input held from the sum to the write, its ends element by element."""
+    kernel = kernels.get((op, "held", dt, vector_width(dt)))
+    if kernel is None:
+        pytest.skip("float32 alone for this op")
+    if -(-shape[1] // vector_width(dt)) > 256 * row_sum.HELD:
+        pytest.skip("longer than 256 threads hold")
+    a, b = inputs(shape, DTYPES[dt], seed=shape[1])
+    out = torch.full(shape, float("nan"), dtype=DTYPES[dt])
+    kernel((shape[0], 1), 256, 4 * 32, {"a": a, "b": b, "out": out}, {"M": shape[0], "N": shape[1]})
+    check(op, out, a, b, 1, f"{op} held rows {shape} {dt}")
 
 
 @pytest.mark.parametrize("op", OPS)

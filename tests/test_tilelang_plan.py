@@ -112,7 +112,8 @@ def row_sum_fake(name, args):
     """The two-input kernels over dim 1 of [M, N] (vectorized: aligned bases,
     rows of any length); the split pair through float32 segment sums of
     term(a, b) in the workspace."""
-    fam, vec = args[0], (args[3] if name == "row_sum_block_rows" else args[2] if len(args) > 2 else 1)
+    fam, vec = args[0], (args[3] if name in ("row_sum_block_rows", "row_sum_held_rows")
+                         else args[2] if len(args) > 2 else 1)
     assert isinstance(fam, RowSumFamily)
 
     def whole_rows(a, b, out):
@@ -494,9 +495,10 @@ def test_softmax_family_plans(op, case, kind):
     torch.testing.assert_close(x.double(), expected, rtol=1e-5, atol=1e-6)
 
 
-ROW_SUM_CASES = [(((4, 33), 1), "row_sum_warp_rows"), (((64, 5000), 1), "row_sum_block_rows256"),
-                 (((64, 5001), 1), "row_sum_block_rows256"),
-                 (((600, 9000), 1), "row_sum_block_rows1024"), (((2, 40000), 1), r"row_sum_split\d+"),
+ROW_SUM_CASES = [(((4, 33), 1), "row_sum_warp_rows"), (((64, 5000), 1), "row_sum_held_rows512"),
+                 (((64, 5001), 1), "row_sum_held_rows512"), (((600, 2000), 1), "row_sum_held_rows256"),
+                 (((600, 9000), 1), "row_sum_held_rows1024"), (((300, 20000), 1), "row_sum_block_rows1024"),
+                 (((300, 20001), 1), "row_sum_block_rows1024"), (((2, 40000), 1), r"row_sum_split\d+"),
                  (((3, 40001), 1), r"row_sum_split\d+"), (((2 ** 20,), 0), r"row_sum_split\d+"),
                  (((5, 6), 0), r"row_sum_columns\d+"), (((3000, 4), 0), r"row_sum_columns\d+"),
                  (((40000, 3), 0), r"row_sum_columns\d+"), (((3, 50, 64), 1), r"row_sum_columns\d+"),

@@ -16,9 +16,17 @@ base is aligned, else the scalar twin with vec = 1):
   row_sum_warp_rows(fam, dtype)           N <= ROW_SUM_WARP_MAX: a warp per
                                           row, each lane summing every 32nd
                                           element, then writing it
+  row_sum_held_rows(fam, dtype, threads, vec)
+                                          rows of up to threads * HELD
+                                          vectors, a block per row: each
+                                          thread loads its up to HELD vectors
+                                          of each input once and keeps them
+                                          in registers from the sum to the
+                                          write (one read of the row)
   row_sum_block_rows(fam, dtype, threads, vec)
-                                          a block per row, UNROLL vectors of
-                                          each input in flight per thread
+                                          longer rows, a block per row,
+                                          UNROLL vectors of each input in
+                                          flight per thread, read twice
   row_sum_partials(fam, dtype, vec)       few long rows: S segments per row, a
      + row_sum_apply(fam, dtype, vec)     block each; the first launch writes
                                           each segment's sum to the workspace,
@@ -59,6 +67,8 @@ from .tilelang_device import (DTYPES, F32, TARGET_BLOCKS, block_sum, column_tile
 
 ROW_SUM_WARP_MAX = 1024
 ROW_SUM_BLOCK_THREADS = (256, 1024)
+HELD = 4                          # row_sum_held_rows: vectors of each input a thread holds
+HELD_THREADS = (256, 512, 1024)
 SEGMENT_THREADS = 256
 UNROLL = 2          # vectors of each input in flight per thread
 FOLD = 16           # rounds a thread adds before folding into its compensated total
@@ -91,6 +101,8 @@ class RowSumFamily:
         items = []
         for d in DTYPES:
             items.append((f"row_sum_warp_rows_{d}", row_sum_warp_rows, (self, d)))
+            items += [(f"row_sum_held_rows_{d}_{t}", row_sum_held_rows, (self, d, t, vector_width(d)))
+                      for t in HELD_THREADS]
             for vec in sorted({vector_width(d), 1}):
                 items += [(f"row_sum_block_rows_{d}_{t}_v{vec}", row_sum_block_rows, (self, d, t, vec))
                           for t in ROW_SUM_BLOCK_THREADS]
@@ -239,6 +251,59 @@ def row_sum_block_rows(fam: RowSumFamily, dtype: str, threads: int, vec: int):
             segment_write(fam, dtype, a1, b1, out1, N, row, 0, 1, threads, vec, acc[0])
 
     return softmax_row_sum_block_rows.with_attr("global_symbol", f"{fam.name}_row_sum_block_rows{threads}_v{vec}")
+
+
+@with_bounds_trusted  # every access under its own bounds test
+@with_denormals_flushed
+def row_sum_held_rows(fam: RowSumFamily, dtype: str, threads: int, vec: int):
+    M, N = T.dynamic("M N")
+
+    @T.prim_func
+    def softmax_row_sum_held_rows(a: T.Tensor((M, N), dtype), b: T.Tensor((M, N), dtype),
+                                  out: T.Tensor((M, N), dtype)):
+        with T.Kernel(M, threads=threads) as row:
+            a1 = T.reshape(a, (M * N,))
+            b1 = T.reshape(b, (M * N,))
+            out1 = T.reshape(out, (M * N,))
+            tx = T.get_thread_binding()
+            buf_a = T.alloc_local((HELD * vec,), dtype)
+            buf_b = T.alloc_local((HELD * vec,), dtype)
+            res = T.alloc_local((vec,), dtype)
+            ends = T.alloc_local((2,), F32)  # this thread's element outside the row's vectors, of a and b
+            acc = T.alloc_local((1,), F32)
+            red = T.alloc_shared((32,), F32)
+            first = row * N
+            lo = T.ceildiv(first, vec)  # the row's whole vectors lo .. hi - 1, counted from the tensor's start
+            hi = (first + N) // vec
+            edge, on_edge = row_edge(first, N, lo, hi, tx, vec)
+            acc[0] = T.float32(0)
+            if on_edge:
+                ends[0] = T.cast(a1[edge], F32)
+                ends[1] = T.cast(b1[edge], F32)
+            for j in T.unroll(HELD):
+                if lo + j * threads + tx < hi:
+                    for v in T.vectorized(vec):
+                        buf_a[j * vec + v] = a1[(lo + j * threads + tx) * vec + v]
+                    for v in T.vectorized(vec):
+                        buf_b[j * vec + v] = b1[(lo + j * threads + tx) * vec + v]
+            if on_edge:
+                acc[0] = fam.term(ends[0], ends[1])
+            for j in T.unroll(HELD):
+                if lo + j * threads + tx < hi:
+                    for v in T.unroll(vec):
+                        acc[0] = acc[0] + fam.term(T.cast(buf_a[j * vec + v], F32), T.cast(buf_b[j * vec + v], F32))
+            block_sum(acc, red, tx, threads)
+            if on_edge:
+                out1[edge] = T.cast(fam.value(ends[0], ends[1], acc[0]), dtype)
+            for j in T.unroll(HELD):
+                if lo + j * threads + tx < hi:
+                    for v in T.unroll(vec):
+                        res[v] = T.cast(fam.value(T.cast(buf_a[j * vec + v], F32), T.cast(buf_b[j * vec + v], F32),
+                                                  acc[0]), dtype)
+                    for v in T.vectorized(vec):
+                        out1[(lo + j * threads + tx) * vec + v] = res[v]
+
+    return softmax_row_sum_held_rows.with_attr("global_symbol", f"{fam.name}_row_sum_held_rows{threads}")
 
 
 @with_bounds_trusted  # every access under its own bounds test
@@ -444,6 +509,13 @@ def _plan_row_sum_rows(fam: RowSumFamily, p, dtype, M: int, N: int):
         return (lambda a, b, out, ws: kernel(a, b, out)), "row_sum_warp_rows"
     vec = vector_width(dt)
     S = segments(M, N, MIN_SEGMENT)
+    vectors = -(-N // vec)
+    if S == 1 and vectors <= HELD_THREADS[-1] * HELD:
+        # (misaligned bases: the two-pass block kernel's scalar twin)
+        threads = next(t for t in HELD_THREADS if t * HELD >= vectors)
+        pick = p.launcher(row_sum_held_rows, (fam, dt, threads, vec), (fam, dt, 1024 if N > 8192 else 256, 1),
+                          scalar_factory=row_sum_block_rows)
+        return (lambda a, b, out, ws: pick(p.aligned(a, b, out))(a, b, out)), f"row_sum_held_rows{threads}"
     if S == 1:
         threads = ROW_SUM_BLOCK_THREADS[0] if N <= 8192 else ROW_SUM_BLOCK_THREADS[-1]
         pick = p.launcher(row_sum_block_rows, (fam, dt, threads, vec), (fam, dt, threads, 1))
