@@ -14,7 +14,8 @@ checked against float64 references. It covers the softmax family's
 two-input kernels (tilelang_row_sum.py) over rows of every length (the
 vectors counted from the tensor's start, a row's ends element by element),
 rows held in registers, few long rows cut into segments, and the column
-tiles; a GPU still checks
+tiles; and the softmax family's block rows and split rows (whole vectors
+and flat); a GPU still checks
 the real thing (tests/test_ops.py on the tilelang backend).
 """
 
@@ -35,6 +36,7 @@ tilelang = pytest.importorskip("tilelang")
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
 
 from operator_runtime._internal import tilelang_row_sum as row_sum  # noqa: E402
+from operator_runtime._internal import tilelang_softmax as softmax  # noqa: E402
 from operator_runtime._internal.tilelang_device import pass_configs, vector_width  # noqa: E402
 from operator_runtime._internal.tilelang_kernels import load_kernels  # noqa: E402
 
@@ -47,7 +49,9 @@ OPS = ("softmax_backward", "log_softmax_backward")
 
 
 def family(op: str):
-    return next(args[0] for _, factory, args in load_kernels(op).variants() if factory is row_sum.row_sum_warp_rows)
+    """The op's family instance (the first argument of its kernels)."""
+    return next(args[0] for _, factory, args in load_kernels(op).variants()
+                if factory in (row_sum.row_sum_warp_rows, softmax.block_rows))
 
 
 # -- the kernel's source, made a program of the emulated GPU ------------------------------------
@@ -170,9 +174,25 @@ def kernels(tmp_path_factory):
             wanted[(op, "apply", dt, vec)] = (row_sum.row_sum_apply, (fam, dt, vec))
             wanted[(op, "warp", dt, 1)] = (row_sum.row_sum_warp_rows, (fam, dt))
     wanted = {k: v for k, v in wanted.items() if k[0] == "softmax_backward" or k[2] == "float32"}
+    fam = family("softmax")
+    for dt in ("float32", "bfloat16"):
+        vec = vector_width(dt)
+        for n in SOFTMAX_BLOCK_ROWS:
+            threads, per_thread = block_row_class(dt, n)
+            wanted[("softmax", "block", dt, n)] = (softmax.block_rows, (fam, dt, threads, per_thread, vec, n % vec > 0))
+        wanted[("softmax", "split_stats", dt, vec)] = (softmax.split_stats, (dt, vec, 2, True))
+        wanted[("softmax", "split_apply", dt, vec)] = (softmax.split_apply, (fam, dt, vec, 2, True))
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         built = pool.map(lambda key: Kernel(*wanted[key], folder / "_".join(map(str, key))), wanted)
         return dict(zip(wanted, built))
+
+
+SOFTMAX_BLOCK_ROWS = (2048, 3001)  # whole vectors; rows each starting elsewhere in one (flat)
+
+
+def block_row_class(dt: str, n: int):
+    """(threads, values a thread) of the softmax block rows the planner takes for rows of n."""
+    return next((t, k) for t, k in softmax.BLOCK_ROW_CLASSES[dt] if t * k >= n)
 
 
 def inputs(shape, dtype, seed):
@@ -284,3 +304,41 @@ def test_warp_rows(kernels, op):
     kernels[(op, "warp", "float32", 1)]((math.ceil(shape[0] / 8), 1), 256, 4 * 32, {"a": a, "b": b, "out": out},
                                         {"M": shape[0], "N": shape[1]})
     check(op, out, a, b, 1, f"{op} warp rows")
+
+
+def check_softmax(out, x, label):
+    want = torch.softmax(x.double(), 1)
+    rounding = {torch.float32: 2 ** -24, torch.bfloat16: 2 ** -8}[out.dtype]
+    error = ((out.double() - want).abs() / (want.abs() * 8 * rounding + 1e-7)).max().item()
+    assert torch.isfinite(out.double()).all(), f"{label}: non-finite outputs (an element never written?)"
+    assert error <= 1.0, f"{label}: error {error:.3g} of the tolerance"
+
+
+@pytest.mark.parametrize("dt", ["float32", "bfloat16"])
+@pytest.mark.parametrize("n", SOFTMAX_BLOCK_ROWS)
+def test_softmax_block_rows(kernels, dt, n):
+    """softmax's block rows held in registers; rows no multiple of a vector
+    long in the flat form."""
+    threads, _ = block_row_class(dt, n)
+    x = inputs((6, n), DTYPES[dt], seed=n)[0] * 3
+    out = torch.full(x.shape, float("nan"), dtype=DTYPES[dt])
+    kernels[("softmax", "block", dt, n)]((6, 1), threads, 4 * 32, {"src": x, "out": out}, {"M": 6, "N": n})
+    check_softmax(out, x, f"softmax block rows {n} {dt}")
+
+
+@pytest.mark.parametrize("dt", ["float32", "bfloat16"])
+@pytest.mark.parametrize("shape,S", [((3, 20001), 4), ((2, 40000), 3)], ids=str)
+def test_softmax_split_rows(kernels, dt, shape, S):
+    """split_stats + split_apply (flat): S segments of a row's vectors
+    counted from the tensor's start, segment 0 taking the row's ends."""
+    M, N = shape
+    vec = vector_width(dt)
+    x = inputs(shape, DTYPES[dt], seed=N)[0] * 3
+    stats = torch.full((2, M, S), float("nan"), dtype=torch.float32)
+    out = torch.full(shape, float("nan"), dtype=DTYPES[dt])
+    sizes = {"M": M, "N": N, "S": S}
+    kernels[("softmax", "split_stats", dt, vec)]((M, S), softmax.SPLIT_THREADS, 4 * 32, {"src": x, "stats": stats},
+                                                 sizes)
+    kernels[("softmax", "split_apply", dt, vec)]((M, S), softmax.SPLIT_THREADS, 4 * 32,
+                                                 {"src": x, "stats": stats, "out": out}, sizes)
+    check_softmax(out, x, f"softmax split {shape} S={S} {dt}")
