@@ -378,6 +378,18 @@ def column_round_terms(fam, a, b, buf_a, buf_b, part, bi, start, end, k, lanes, 
                                                  T.cast(b[bi, start + (k * COLUMN_UNROLL + u) * lanes, c0 + v], F32))
 
 
+@T.macro
+def add_warp_totals(total, comp, at, red, col, tmp):
+    """total[at] = the warps' totals red[0 .., col] added in warp order
+    (compensated in comp[at]): every thread that adds a column's gets
+    bitwise the same sum."""
+    total[at] = T.float32(0)
+    comp[at] = T.float32(0)
+    for w in T.unroll(red.shape[0]):
+        compensated_add(total, (at,), comp, (at,), red[w, col], tmp)
+    total[at] = total[at] - comp[at]
+
+
 @with_denormals_flushed
 def row_sum_column_sums(fam: RowSumFamily, dtype: str, vec: int):
     """sums[b, seg, c] = the sum of term(a, b) down column c over segment seg
@@ -423,11 +435,8 @@ def row_sum_column_sums(fam: RowSumFamily, dtype: str, vec: int):
             T.sync_threads()
             for i in T.serial(T.ceildiv(cols, threads)):
                 if i * threads + tx < cols and tile * cols + i * threads + tx < C:
-                    total[0] = T.float32(0)
-                    comp[0] = T.float32(0)
-                    for w in T.unroll(lanes):
-                        compensated_add(total, (0,), comp, (0,), red[w, i * threads + tx], tmp)
-                    sums[bi, seg, tile * cols + i * threads + tx] = total[0] - comp[0]
+                    add_warp_totals(total, comp, 0, red, i * threads + tx, tmp)
+                    sums[bi, seg, tile * cols + i * threads + tx] = total[0]
 
     return softmax_row_sum_column_sums.with_attr("global_symbol", f"{fam.name}_row_sum_column_sums_v{vec}")
 
@@ -473,11 +482,7 @@ def row_sum_column_apply(fam: RowSumFamily, dtype: str, vec: int):
                 red[warp, lane * vec + v] = total[v] - comp[v]
             T.sync_threads()
             for v in T.unroll(vec):
-                total[v] = T.float32(0)
-                comp[v] = T.float32(0)
-                for w in T.unroll(lanes):
-                    compensated_add(total, (v,), comp, (v,), red[w, lane * vec + v], tmp)
-                total[v] = total[v] - comp[v]
+                add_warp_totals(total, comp, v, red, lane * vec + v, tmp)
             if c0 < C:
                 for k in T.serial(T.ceildiv(T.max(end - start, 0), lanes * COLUMN_UNROLL)):
                     if start + (k * COLUMN_UNROLL + COLUMN_UNROLL - 1) * lanes < end:
