@@ -11,6 +11,7 @@ takes its sizes as T.dynamic) and appends steps: functions
 
 from __future__ import annotations
 
+import math
 import time
 
 import torch
@@ -51,6 +52,28 @@ def coalesce(shape, strides_list):
             for o, s in zip(out_strides, strides_list):
                 o.append(s[d])
     return out_shape, out_strides
+
+
+def dense_along_dim(o_shape, N: int, operands):
+    """The dense form every operand shares along a dim of length N, each
+    operand given as (its strides over the other dims, coalesced to
+    o_shape; its stride along the dim): ("rows", (M, N)) where the dim is
+    innermost and the rows back to back, ("columns", (B, N, C)) where the dim
+    sits right above a contiguous run of C columns (B such blocks back to
+    back), else None (the kernels' callers stage it)."""
+    def rows(strides, along):
+        return along == 1 and (not o_shape or (len(o_shape) == 1 and strides[0] == N))
+
+    def columns(strides, along):
+        if not o_shape or strides[-1] != 1 or along != o_shape[-1]:
+            return False
+        return len(o_shape) == 1 or (len(o_shape) == 2 and strides[0] == N * o_shape[-1])
+
+    if all(rows(*o) for o in operands):
+        return "rows", (math.prod(o_shape), N)
+    if N > 1 and all(columns(*o) for o in operands):
+        return "columns", (o_shape[0] if len(o_shape) == 2 else 1, N, o_shape[-1])
+    return None
 
 
 def contiguous_strides(shape) -> list:
@@ -144,6 +167,7 @@ class Planner:
     kernel file or a shared layer) and its arguments."""
 
     coalesce = staticmethod(coalesce)
+    dense_along_dim = staticmethod(dense_along_dim)
     contiguous_strides = staticmethod(contiguous_strides)
     aligned = staticmethod(aligned)
     dtype_name = staticmethod(dtype_name)

@@ -506,6 +506,11 @@ def row_sum_column_apply(fam: RowSumFamily, dtype: str, vec: int):
     return softmax_row_sum_column_apply.with_attr("global_symbol", f"{fam.name}_row_sum_column_apply_v{vec}")
 
 
+def block_threads(N: int) -> int:
+    """row_sum_block_rows' threads for rows of N."""
+    return ROW_SUM_BLOCK_THREADS[0] if N <= 8192 else ROW_SUM_BLOCK_THREADS[-1]
+
+
 def _plan_row_sum_rows(fam: RowSumFamily, p, dtype, M: int, N: int):
     """Body (a, b, out: [M, N] dense views, ws)."""
     dt = p.dtype_name(dtype)
@@ -518,11 +523,11 @@ def _plan_row_sum_rows(fam: RowSumFamily, p, dtype, M: int, N: int):
     if S == 1 and vectors <= HELD_THREADS[-1] * HELD:
         # (misaligned bases: the two-pass block kernel's scalar twin)
         threads = next(t for t in HELD_THREADS if t * HELD >= vectors)
-        pick = p.launcher(row_sum_held_rows, (fam, dt, threads, vec), (fam, dt, 1024 if N > 8192 else 256, 1),
+        pick = p.launcher(row_sum_held_rows, (fam, dt, threads, vec), (fam, dt, block_threads(N), 1),
                           scalar_factory=row_sum_block_rows)
         return (lambda a, b, out, ws: pick(p.aligned(a, b, out))(a, b, out)), f"row_sum_held_rows{threads}"
     if S == 1:
-        threads = ROW_SUM_BLOCK_THREADS[0] if N <= 8192 else ROW_SUM_BLOCK_THREADS[-1]
+        threads = block_threads(N)
         pick = p.launcher(row_sum_block_rows, (fam, dt, threads, vec), (fam, dt, threads, 1))
         return (lambda a, b, out, ws: pick(p.aligned(a, b, out))(a, b, out)), f"row_sum_block_rows{threads}"
     partials = p.launcher(row_sum_partials, (fam, dt, vec), (fam, dt, 1))
@@ -578,26 +583,12 @@ def plan_row_sum(fam: RowSumFamily, p, out, a, b, dim: int):
     others = [d for d in range(nd) if d != dim]
     o_shape, rows = p.coalesce([a.shape[d] for d in others], [[t.stride(d) for d in others] for t in tensors])
     M = math.prod(o_shape)
-
-    def rows_ok(strides_rows, stride_dim):
-        return stride_dim == 1 and (not o_shape or (len(o_shape) == 1 and strides_rows[0] == N))
-
-    if all(rows_ok(r, s) for r, s in zip(rows, along)):
-        body, variant = _plan_row_sum_rows(fam, p, a.dtype, M, N)
-        dense = ((M, N), (N, 1))
-        return p.done(variant, lambda o, ins, ws: body(ins[0].as_strided(*dense), ins[1].as_strided(*dense),
-                                                       o.as_strided(*dense), ws))
-
-    def columns_ok(strides_rows, stride_dim):
-        if not o_shape or strides_rows[-1] != 1 or stride_dim != o_shape[-1]:
-            return False
-        return len(o_shape) == 1 or (len(o_shape) == 2 and strides_rows[0] == N * o_shape[-1])
-
-    if N > 1 and all(columns_ok(r, s) for r, s in zip(rows, along)):
-        C = o_shape[-1]
-        B = o_shape[0] if len(o_shape) == 2 else 1
-        body, variant = _plan_row_sum_columns(fam, p, a.dtype, B, N, C)
-        dense = (B, N, C), (N * C, C, 1)
+    form = p.dense_along_dim(o_shape, N, list(zip(rows, along)))
+    if form:
+        kind, shape = form
+        plan = _plan_row_sum_rows if kind == "rows" else _plan_row_sum_columns
+        body, variant = plan(fam, p, a.dtype, *shape)
+        dense = shape, p.contiguous_strides(shape)
         return p.done(variant, lambda o, ins, ws: body(ins[0].as_strided(*dense), ins[1].as_strided(*dense),
                                                        o.as_strided(*dense), ws))
 

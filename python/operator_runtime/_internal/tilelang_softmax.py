@@ -1026,23 +1026,15 @@ def plan_along_dim(fam: SoftmaxFamily, p, out, src, dim: int):
     o_shape, (o_src, o_out) = p.coalesce([src.shape[d] for d in others],
                                          [[src.stride(d) for d in others], [out.stride(d) for d in others]])
     M = math.prod(o_shape)
+    form = p.dense_along_dim(o_shape, N, [(o_src, sd), (o_out, od)])
 
-    def rows_ok(strides_rows, stride_dim):
-        return stride_dim == 1 and (not o_shape or (len(o_shape) == 1 and strides_rows[0] == N))
-
-    if rows_ok(o_src, sd) and rows_ok(o_out, od):
+    if form and form[0] == "rows":
         body, variant = _plan_rows(fam, p, src.dtype, M, N)
         return p.done(variant, lambda o, ins, ws: body(ins[0].as_strided((M, N), (N, 1)),
                                                        o.as_strided((M, N), (N, 1)), ws))
 
-    def columns_ok(strides_rows, stride_dim):
-        if not o_shape or strides_rows[-1] != 1 or stride_dim != o_shape[-1]:
-            return False
-        return len(o_shape) == 1 or (len(o_shape) == 2 and strides_rows[0] == N * o_shape[-1])
-
-    if N > 1 and columns_ok(o_src, sd) and columns_ok(o_out, od):
-        C = o_shape[-1]
-        B = o_shape[0] if len(o_shape) == 2 else 1
+    if form and form[0] == "columns":
+        B, _, C = form[1]
         body, variant = _plan_columns(fam, p, src.dtype, B, N, C)
         dense = (B, N, C), (N * C, C, 1)
         return p.done(variant, lambda o, ins, ws: body(ins[0].as_strided(*dense), o.as_strided(*dense), ws))
